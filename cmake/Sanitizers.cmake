@@ -1,0 +1,10 @@
+# DEPENGINE_SANITIZE=thread|address instruments every target of the build.
+if(DEPENGINE_SANITIZE STREQUAL "thread")
+  add_compile_options(-fsanitize=thread -g -O1)
+  add_link_options(-fsanitize=thread)
+elseif(DEPENGINE_SANITIZE STREQUAL "address")
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -g -O1)
+  add_link_options(-fsanitize=address,undefined)
+elseif(NOT DEPENGINE_SANITIZE STREQUAL "")
+  message(FATAL_ERROR "DEPENGINE_SANITIZE must be thread, address or empty, not '${DEPENGINE_SANITIZE}'")
+endif()

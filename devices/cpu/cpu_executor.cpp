@@ -1,0 +1,103 @@
+#include "devices/cpu/cpu_executor.h"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "engine/cpu_relax.h"
+#include "engine/engine_core.h"
+
+namespace depengine::detail {
+namespace {
+
+thread_local const CpuExecutor* t_worker_of = nullptr;
+
+// How long a worker keeps looking for work before giving its thread back.
+// Long enough to bridge the gap between two pushes of a busy frontend, short
+// enough that an idle engine goes quiet at once.
+constexpr auto kIdleSpin = std::chrono::microseconds(50);
+
+}  // namespace
+
+CpuExecutor::CpuExecutor(EngineCore& engine, int threads)
+    : engine_(engine),
+      threads_(threads),
+      // oneTBB caps its pool at the core count; an engine asked for more
+      // threads (tests oversubscribe on purpose) raises the cap.
+      parallelism_(static_cast<unsigned>(threads) + 1 > std::thread::hardware_concurrency()
+                       ? std::make_unique<oneapi::tbb::global_control>(
+                             oneapi::tbb::global_control::max_allowed_parallelism, threads + 1)
+                       : nullptr),
+      arena_(threads, /*reserved_for_masters=*/0) {}
+
+CpuExecutor::~CpuExecutor() { shutdown(); }
+
+bool CpuExecutor::on_worker_thread() const { return t_worker_of == this; }
+
+void CpuExecutor::submit(ReadyOp op) {
+  OpBlock* block = op.block();
+  if (block->property == OpProperty::CpuPrioritized) block->priority = std::max(block->priority, 1);
+  queue_.push(block);
+  start_worker_if_needed();
+}
+
+void CpuExecutor::start_worker_if_needed() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  int active = active_.load(std::memory_order_seq_cst);
+  while (active < threads_) {
+    if (active_.compare_exchange_weak(active, active + 1, std::memory_order_seq_cst)) {
+      running_tasks_.fetch_add(1, std::memory_order_relaxed);
+      arena_.enqueue([this] { worker_loop(); });
+      return;
+    }
+  }
+}
+
+void CpuExecutor::worker_loop() {
+  const CpuExecutor* previous = t_worker_of;
+  t_worker_of = this;
+  for (;;) {
+    OpBlock* op = queue_.pop();
+    if (op == nullptr) {
+      engine_.on_cpu_idle();
+      const auto give_up = std::chrono::steady_clock::now() + kIdleSpin;
+      do {
+        for (int i = 0; i < 16; ++i) cpu_relax();
+        op = queue_.pop();
+      } while (op == nullptr && std::chrono::steady_clock::now() < give_up);
+    }
+    if (op == nullptr) {
+      active_.fetch_sub(1, std::memory_order_seq_cst);
+      // A submit that saw us active did not start a worker: look once more.
+      if (!queue_.maybe_nonempty()) break;
+      int active = active_.load(std::memory_order_seq_cst);
+      bool rejoined = false;
+      while (active < threads_ && !rejoined) {
+        rejoined = active_.compare_exchange_weak(active, active + 1, std::memory_order_seq_cst);
+      }
+      if (!rejoined) break;
+      continue;
+    }
+    run_chain(op);
+  }
+  t_worker_of = previous;
+  running_tasks_.fetch_sub(1, std::memory_order_release);  // last touch of *this
+}
+
+void CpuExecutor::run_chain(OpBlock* op) {
+  while (op != nullptr) {
+    RunContext ctx{.device = Device::cpu(), .property = op->property, .name = op->name};
+    ReadyOp ready(op);
+    const bool async = ready.is_async();
+    std::exception_ptr error = ready.invoke(ctx);
+    op = async ? nullptr : engine_.complete_and_continue(op, std::move(error));
+  }
+}
+
+void CpuExecutor::shutdown() {
+  while (running_tasks_.load(std::memory_order_acquire) != 0) {
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+}  // namespace depengine::detail

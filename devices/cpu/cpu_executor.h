@@ -1,0 +1,53 @@
+#pragma once
+// CpuExecutor: runs ready CPU operations on a oneTBB arena (the policy side
+// of the engine: which thread runs what).
+//
+// Workers are elastic: a submit starts a worker task when fewer than
+// `threads` are active; a worker runs operations until the queue stays empty
+// for a short bounded spin, then returns its thread to oneTBB, which parks
+// it. An idle engine therefore uses no CPU. After completing an operation, a
+// worker runs the first CPU successor it made ready itself (inline
+// continuation) instead of queueing it.
+
+#include <atomic>
+#include <memory>
+
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/task_arena.h>
+
+#include "depengine/executor.h"
+#include "devices/cpu/ready_queue.h"
+
+namespace depengine {
+class EngineCore;
+}
+
+namespace depengine::detail {
+
+class CpuExecutor final : public Executor {
+ public:
+  CpuExecutor(EngineCore& engine, int threads);
+  ~CpuExecutor() override;
+
+  void submit(ReadyOp op) override;
+  void shutdown() override;
+
+  int threads() const { return threads_; }
+  /// True on a worker thread of this executor.
+  bool on_worker_thread() const;
+
+ private:
+  void start_worker_if_needed();
+  void worker_loop();
+  void run_chain(OpBlock* op);
+
+  EngineCore& engine_;
+  const int threads_;
+  std::unique_ptr<oneapi::tbb::global_control> parallelism_;
+  oneapi::tbb::task_arena arena_;
+  ReadyQueue queue_;
+  std::atomic<int> active_{0};          // worker tasks looking for work
+  std::atomic<int> running_tasks_{0};   // worker tasks not yet returned
+};
+
+}  // namespace depengine::detail

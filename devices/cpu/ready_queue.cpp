@@ -1,0 +1,135 @@
+#include "devices/cpu/ready_queue.h"
+
+namespace depengine::detail {
+namespace {
+
+std::atomic<std::uint64_t> g_next_queue_id{1};
+
+// Which ring this thread owns in each of the last few queues it pushed to.
+struct RingCache {
+  static constexpr int kWays = 8;
+  std::uint64_t ids[kWays] = {};
+  void* rings[kWays] = {};
+  int next_victim = 0;
+};
+thread_local RingCache t_ring_cache;
+
+}  // namespace
+
+ReadyQueue::ReadyQueue() : id_(g_next_queue_id.fetch_add(1, std::memory_order_relaxed)) {}
+
+ReadyQueue::~ReadyQueue() {
+  for (auto& ring : rings_) delete ring.load(std::memory_order_relaxed);
+}
+
+ReadyQueue::Ring* ReadyQueue::my_ring() {
+  RingCache& cache = t_ring_cache;
+  for (int i = 0; i < RingCache::kWays; ++i) {
+    if (cache.ids[i] == id_) return static_cast<Ring*>(cache.rings[i]);
+  }
+  Ring* ring = nullptr;
+  {
+    std::lock_guard lock(rings_mutex_);
+    const std::size_t n = ring_count_.load(std::memory_order_relaxed);
+    if (n < kMaxRings) {
+      ring = new Ring;
+      rings_[n].store(ring, std::memory_order_release);
+      ring_count_.store(n + 1, std::memory_order_release);
+    }
+  }
+  // A thread evicted from the cache gets a fresh ring next time; its old
+  // ring is still drained by the consumers.
+  const int way = cache.next_victim;
+  cache.next_victim = (way + 1) % RingCache::kWays;
+  cache.ids[way] = ring ? id_ : 0;
+  cache.rings[way] = ring;
+  return ring;
+}
+
+void ReadyQueue::push(OpBlock* op) {
+  if (op->priority != 0) {
+    std::lock_guard lock(heap_mutex_);
+    op->sequence = heap_sequence_++;
+    heap_.push(op);
+    if (op->priority > 0) heap_positive_.fetch_add(1, std::memory_order_relaxed);
+    heap_size_.fetch_add(1, std::memory_order_seq_cst);
+    return;
+  }
+  Ring* ring = my_ring();
+  if (ring && ring->queue.push(op)) {
+    if (!ring->maybe_nonempty.load(std::memory_order_seq_cst)) {
+      ring->maybe_nonempty.store(true, std::memory_order_seq_cst);
+    }
+    return;
+  }
+  std::lock_guard lock(spill_mutex_);
+  spill_.push_back(op);
+  spill_size_.fetch_add(1, std::memory_order_seq_cst);
+}
+
+OpBlock* ReadyQueue::pop_ring(Ring& ring) {
+  if (!ring.maybe_nonempty.load(std::memory_order_seq_cst)) return nullptr;
+  if (ring.consumer_busy.exchange(true, std::memory_order_acquire)) return nullptr;
+  OpBlock* op = nullptr;
+  if (!ring.queue.pop(op)) {
+    // Clear the hint, then look again: a push racing with the clear either
+    // is seen here or sets the hint again.
+    ring.maybe_nonempty.store(false, std::memory_order_seq_cst);
+    if (!ring.queue.pop(op)) op = nullptr;
+    else ring.maybe_nonempty.store(true, std::memory_order_seq_cst);
+  }
+  ring.consumer_busy.store(false, std::memory_order_release);
+  return op;
+}
+
+OpBlock* ReadyQueue::pop_rings() {
+  const std::size_t n = ring_count_.load(std::memory_order_acquire);
+  if (n == 0) return nullptr;
+  // Start at a rotating ring so that consumers spread over producers.
+  const std::size_t start = scan_start_.fetch_add(1, std::memory_order_relaxed) % n;
+  for (std::size_t i = 0; i < n; ++i) {
+    Ring* ring = rings_[(start + i) % n].load(std::memory_order_acquire);
+    if (OpBlock* op = pop_ring(*ring)) return op;
+  }
+  return nullptr;
+}
+
+OpBlock* ReadyQueue::pop_spill() {
+  if (spill_size_.load(std::memory_order_seq_cst) == 0) return nullptr;
+  std::lock_guard lock(spill_mutex_);
+  if (spill_.empty()) return nullptr;
+  OpBlock* op = spill_.front();
+  spill_.pop_front();
+  spill_size_.fetch_sub(1, std::memory_order_relaxed);
+  return op;
+}
+
+OpBlock* ReadyQueue::pop_heap(bool positive_only) {
+  if ((positive_only ? heap_positive_ : heap_size_).load(std::memory_order_seq_cst) == 0) return nullptr;
+  std::lock_guard lock(heap_mutex_);
+  if (heap_.empty() || (positive_only && heap_.top()->priority <= 0)) return nullptr;
+  OpBlock* op = heap_.top();
+  heap_.pop();
+  if (op->priority > 0) heap_positive_.fetch_sub(1, std::memory_order_relaxed);
+  heap_size_.fetch_sub(1, std::memory_order_relaxed);
+  return op;
+}
+
+OpBlock* ReadyQueue::pop() {
+  if (OpBlock* op = pop_heap(/*positive_only=*/true)) return op;
+  if (OpBlock* op = pop_rings()) return op;
+  if (OpBlock* op = pop_spill()) return op;
+  return pop_heap(/*positive_only=*/false);
+}
+
+bool ReadyQueue::maybe_nonempty() const {
+  if (heap_size_.load(std::memory_order_seq_cst) != 0) return true;
+  if (spill_size_.load(std::memory_order_seq_cst) != 0) return true;
+  const std::size_t n = ring_count_.load(std::memory_order_acquire);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (rings_[i].load(std::memory_order_acquire)->maybe_nonempty.load(std::memory_order_seq_cst)) return true;
+  }
+  return false;
+}
+
+}  // namespace depengine::detail

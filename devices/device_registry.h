@@ -1,0 +1,14 @@
+#pragma once
+// Factories that create devices on first use, by kind (see
+// register_device_factory in depengine/executor.h).
+
+#include <memory>
+
+#include "depengine/executor.h"
+
+namespace depengine::detail {
+
+/// The executor of `device` from its kind's factory, or null.
+std::unique_ptr<Executor> create_device(Device device);
+
+}  // namespace depengine::detail

@@ -1,0 +1,94 @@
+#include "engine/dependency_tracker.h"
+
+#include <algorithm>
+
+namespace depengine::detail::dependency {
+namespace {
+
+bool all_active_launched_on(const VarState& var, Device device) {
+  return var.active == var.active_launched && !var.mixed_launch && var.launch_device == device;
+}
+
+bool all_active_writes_launched_on(const VarState& var, Device device) {
+  return var.active_writes == var.active_launched_writes && !var.mixed_launch &&
+         var.launch_device == device;
+}
+
+void add_fence(std::vector<Fence>& fences, const Fence& fence) {
+  const bool known = std::any_of(fences.begin(), fences.end(), [&](const Fence& f) {
+    return f.event == fence.event;
+  });
+  if (!known) fences.push_back(fence);
+}
+
+// Whether `entry` (the first ungranted one) may start now, and if it must
+// wait for fences of launched predecessors, collects them.
+bool try_grant(VarState& var, Entry& entry) {
+  if (entry.write ? var.active == 0 : var.active_writes == 0) return true;
+  const OpBlock& op = *entry.op;
+  if (!op.device_uses_fences) return false;
+  const bool early = entry.write ? all_active_launched_on(var, op.device)
+                                 : all_active_writes_launched_on(var, op.device);
+  if (!early) return false;
+  for (Entry* e = var.head; e != &entry; e = e->next) {
+    if (e->write || entry.write) add_fence(entry.fences, e->op->launch_fence);
+  }
+  return true;
+}
+
+void grant_ready_entries(VarState& var, ReadyList& ready) {
+  while (Entry* entry = var.first_ungranted) {
+    if (!try_grant(var, *entry)) return;
+    entry->granted = true;
+    ++var.active;
+    if (entry->write) ++var.active_writes;
+    var.first_ungranted = entry->next;
+    if (entry->op->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) ready.push(entry->op);
+  }
+}
+
+}  // namespace
+
+void append(VarState& var, Entry& entry, ReadyList& ready) {
+  entry.prev = var.tail;
+  entry.next = nullptr;
+  entry.granted = false;
+  entry.launched = false;
+  if (var.tail) {
+    var.tail->next = &entry;
+  } else {
+    var.head = &entry;
+  }
+  var.tail = &entry;
+  if (var.first_ungranted == nullptr) {
+    var.first_ungranted = &entry;
+    grant_ready_entries(var, ready);
+  }
+}
+
+void mark_launched(VarState& var, Entry& entry, ReadyList& ready) {
+  entry.launched = true;
+  if (var.active_launched == 0) {
+    var.launch_device = entry.op->device;
+  } else if (var.launch_device != entry.op->device) {
+    var.mixed_launch = true;
+  }
+  ++var.active_launched;
+  if (entry.write) ++var.active_launched_writes;
+  grant_ready_entries(var, ready);
+}
+
+void remove_completed(VarState& var, Entry& entry, ReadyList& ready) {
+  (entry.prev ? entry.prev->next : var.head) = entry.next;
+  (entry.next ? entry.next->prev : var.tail) = entry.prev;
+  --var.active;
+  if (entry.write) --var.active_writes;
+  if (entry.launched) {
+    --var.active_launched;
+    if (entry.write) --var.active_launched_writes;
+    if (var.active_launched == 0) var.mixed_launch = false;
+  }
+  grant_ready_entries(var, ready);
+}
+
+}  // namespace depengine::detail::dependency

@@ -1,0 +1,60 @@
+#pragma once
+// Dependency tracking on one variable's version queue (the mechanism).
+//
+// An entry is granted when nothing earlier in the queue conflicts with it:
+// a read when no earlier write is still active, a write when nothing earlier
+// is active. On a stream device, an entry may also be granted early when
+// every conflicting active entry was *launched* on the same device: it then
+// carries their fences and the device orders the work on the GPU.
+// Granting an entry decrements its op's pending count; ops reaching zero are
+// appended to the ReadyList. All functions expect the variable's lock held.
+
+#include <cstddef>
+#include <vector>
+
+#include "engine/op_block.h"
+#include "engine/var_state.h"
+
+namespace depengine::detail {
+
+/// Ops that became ready while holding locks; dispatched after unlocking.
+/// Lives on the stack: the first kInline ops need no allocation.
+class ReadyList {
+ public:
+  void push(OpBlock* op) {
+    if (size_ < kInline) {
+      inline_[size_] = op;
+    } else {
+      overflow_.push_back(op);
+    }
+    ++size_;
+  }
+  bool empty() const { return size_ == 0; }
+  OpBlock* pop() {
+    --size_;
+    if (size_ < kInline) return inline_[size_];
+    OpBlock* op = overflow_.back();
+    overflow_.pop_back();
+    return op;
+  }
+
+ private:
+  static constexpr std::size_t kInline = 16;
+  OpBlock* inline_[kInline];
+  std::size_t size_ = 0;
+  std::vector<OpBlock*> overflow_;
+};
+
+namespace dependency {
+
+/// Appends `entry` at the tail of its variable's queue, granting it if it can be.
+void append(VarState& var, Entry& entry, ReadyList& ready);
+
+/// The entry's work has been enqueued on a stream; its op's launch_fence is set.
+void mark_launched(VarState& var, Entry& entry, ReadyList& ready);
+
+/// Removes the completed entry and grants what it was holding back.
+void remove_completed(VarState& var, Entry& entry, ReadyList& ready);
+
+}  // namespace dependency
+}  // namespace depengine::detail

@@ -1,0 +1,375 @@
+#include "engine/engine_core.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <stdexcept>
+
+#include "devices/device_registry.h"
+#include "engine/op_pool.h"
+#include "engine/wait_signal.h"
+
+namespace depengine {
+
+using detail::Entry;
+using detail::OpBlock;
+using detail::OpKind;
+using detail::VarState;
+
+namespace {
+
+std::atomic<std::uint32_t> g_next_engine_id{1};
+thread_local int t_operation_depth = 0;
+
+struct OperationScope {
+  OperationScope() { ++t_operation_depth; }
+  ~OperationScope() { --t_operation_depth; }
+};
+
+std::string describe(std::string_view name) {
+  return name.empty() ? std::string("an operation") : "operation '" + std::string(name) + "'";
+}
+
+std::string var_label(const VarState& var) {
+  return var.name.empty() ? "#" + std::to_string(var.slot) : "'" + var.name + "'";
+}
+
+}  // namespace
+
+EngineCore::EngineCore(const EngineOptions& options)
+    : options_(options), vars_(g_next_engine_id.fetch_add(1, std::memory_order_relaxed)) {}
+
+EngineCore::~EngineCore() = default;
+
+bool EngineCore::in_operation() { return t_operation_depth > 0; }
+
+Var EngineCore::new_var(std::string_view name) { return vars_.create(name); }
+
+std::string EngineCore::var_name(Var var) const {
+  VarState* state = vars_.find_including_deleted(var);
+  if (state == nullptr) throw std::invalid_argument("depengine: var_name of an unknown or deleted variable");
+  return state->name;
+}
+
+// ---------------------------------------------------------------- devices
+
+void EngineCore::add_device(Device device, std::unique_ptr<Executor> executor) {
+  if (!executor) throw std::invalid_argument("depengine: add_device with a null executor");
+  if (device.index < 0 || device.index >= kMaxDeviceIndex) {
+    throw std::invalid_argument("depengine: device index out of range: " + device.to_string());
+  }
+  std::lock_guard lock(devices_mutex_);
+  auto& slot = devices_[static_cast<int>(device.kind)][device.index];
+  if (slot.load(std::memory_order_relaxed) != nullptr) {
+    throw std::invalid_argument("depengine: device " + device.to_string() + " already exists");
+  }
+  slot.store(executor.get(), std::memory_order_release);
+  owned_executors_.push_back(std::move(executor));
+}
+
+bool EngineCore::has_device(Device device) const {
+  if (device.index < 0 || device.index >= kMaxDeviceIndex) return false;
+  return devices_[static_cast<int>(device.kind)][device.index].load(std::memory_order_acquire) != nullptr;
+}
+
+Executor* EngineCore::executor_for(Device device) {
+  if (device.index < 0 || device.index >= kMaxDeviceIndex) return nullptr;
+  auto& slot = devices_[static_cast<int>(device.kind)][device.index];
+  if (Executor* e = slot.load(std::memory_order_acquire)) return e;
+  // First use of a device kind with a registered factory (e.g. cuda:0).
+  std::lock_guard lock(devices_mutex_);
+  if (Executor* e = slot.load(std::memory_order_relaxed)) return e;
+  std::unique_ptr<Executor> created = detail::create_device(device);
+  if (!created) return nullptr;
+  slot.store(created.get(), std::memory_order_release);
+  owned_executors_.push_back(std::move(created));
+  return slot.load(std::memory_order_relaxed);
+}
+
+void EngineCore::shutdown_devices() {
+  std::lock_guard lock(devices_mutex_);
+  // Reverse creation order: the CPU device, created first, stops last.
+  for (auto it = owned_executors_.rbegin(); it != owned_executors_.rend(); ++it) (*it)->shutdown();
+}
+
+// ---------------------------------------------------------------- pushing
+
+OpBlock* EngineCore::make_op(OpKind kind, VarList reads, VarList writes, const PushOptions& options) {
+  Executor* executor = nullptr;
+  if (kind == OpKind::Sync || kind == OpKind::Async) {
+    executor = executor_for(options.device);
+    if (executor == nullptr) {
+      throw std::invalid_argument("depengine: " + describe(options.name) + " placed on " +
+                                  options.device.to_string() + ", which this engine does not have");
+    }
+  }
+
+  auto lookup = [&](Var v, const char* list, std::size_t i) -> VarState* {
+    if (VarState* state = vars_.find(v)) return state;
+    std::string why;
+    if (v.is_null()) {
+      why = "is a null Var";
+    } else if (v.engine_id() != vars_.engine_id()) {
+      why = "belongs to another engine";
+    } else {
+      why = "was deleted";
+    }
+    throw std::invalid_argument("depengine: " + describe(options.name) + ": variable " +
+                                std::to_string(i) + " of its " + list + " " + why);
+  };
+
+  OpBlock* op = detail::OpPool::acquire();
+  try {
+    op->entries.reserve(reads.size() + writes.size());
+    for (std::size_t i = 0; i < reads.size(); ++i) {
+      op->entries.emplace_back().var = lookup(reads[i], "reads", i);
+    }
+    for (std::size_t i = 0; i < writes.size(); ++i) {
+      Entry& e = op->entries.emplace_back();
+      e.var = lookup(writes[i], "writes", i);
+      e.write = true;
+    }
+    std::sort(op->entries.begin(), op->entries.end(),
+              [](const Entry& a, const Entry& b) { return a.var < b.var; });
+    for (std::size_t i = 1; i < op->entries.size(); ++i) {
+      const Entry& a = op->entries[i - 1];
+      const Entry& b = op->entries[i];
+      if (a.var != b.var) continue;
+      const char* where = a.write != b.write ? "in both its reads and its writes" : "twice";
+      throw std::invalid_argument("depengine: " + describe(options.name) + " lists variable " +
+                                  var_label(*a.var) + " " + where);
+    }
+  } catch (...) {
+    detail::OpPool::release(op);
+    throw;
+  }
+  for (Entry& e : op->entries) e.op = op;
+  op->engine = this;
+  op->kind = kind;
+  op->priority = options.priority;
+  op->device = options.device;
+  op->property = options.property;
+  op->name.assign(options.name);
+  op->executor = executor;
+  op->device_uses_fences = executor != nullptr && executor->uses_fences();
+  return op;
+}
+
+void EngineCore::push(OpFn fn, VarList reads, VarList writes, const PushOptions& options) {
+  if (!fn) throw std::invalid_argument("depengine: push of " + describe(options.name) + " with a null function");
+  OpBlock* op = make_op(OpKind::Sync, reads, writes, options);
+  op->fn = std::move(fn);
+  submit(op);
+}
+
+void EngineCore::push_async(AsyncOpFn fn, VarList reads, VarList writes, const PushOptions& options) {
+  if (!fn) throw std::invalid_argument("depengine: push_async of " + describe(options.name) + " with a null function");
+  OpBlock* op = make_op(OpKind::Async, reads, writes, options);
+  op->async_fn = std::move(fn);
+  op->ticket.fetch_add(1, std::memory_order_relaxed);  // arm: odd
+  op->holds.store(2, std::memory_order_relaxed);
+  submit(op);
+}
+
+void EngineCore::delete_var(Var var, ReleaseFn release) {
+  VarState* state = vars_.find(var);
+  if (state == nullptr) {
+    throw std::invalid_argument(var.is_null() ? "depengine: delete_var of a null Var"
+                                : var.engine_id() != vars_.engine_id()
+                                    ? "depengine: delete_var of a variable of another engine"
+                                    : "depengine: delete_var of a variable already deleted");
+  }
+  // Only one of several concurrent deletes may win.
+  if (state->delete_pushed.exchange(true, std::memory_order_acq_rel)) {
+    throw std::invalid_argument("depengine: delete_var of a variable already deleted");
+  }
+  OpBlock* op = detail::OpPool::acquire();
+  Entry& e = op->entries.emplace_back();
+  e.var = state;
+  e.write = true;
+  e.op = op;
+  op->engine = this;
+  op->kind = OpKind::Delete;
+  op->name = "delete_var";
+  op->release = std::move(release);
+  submit(op);
+}
+
+// ---------------------------------------------------------------- blocking
+
+void EngineCore::check_blocking_allowed(const char* call) const {
+  if (in_operation()) {
+    throw std::logic_error(std::string("depengine: ") + call +
+                           " called from inside an operation; this would deadlock the engine");
+  }
+}
+
+void EngineCore::wait_var(Var var, bool for_write) {
+  const char* call = for_write ? "wait_to_write" : "wait_to_read";
+  check_blocking_allowed(call);
+  VarState* state = vars_.find(var);
+  if (state == nullptr) {
+    throw std::invalid_argument(std::string("depengine: ") + call + " of a " +
+                                (var.is_null() ? "null" : "deleted or unknown") + " variable");
+  }
+  detail::OpObserver* obs = observer();
+  if (obs) [[unlikely]] obs->on_block_begin(call);
+  detail::WaitSignal signal;
+  OpBlock* op = detail::OpPool::acquire();
+  Entry& e = op->entries.emplace_back();
+  e.var = state;
+  e.write = for_write;
+  e.op = op;
+  op->engine = this;
+  op->kind = OpKind::WaitSignal;
+  op->signal = &signal;
+  submit(op);
+  std::exception_ptr error = signal.wait();
+  if (obs) [[unlikely]] obs->on_block_end(call);
+  if (error) std::rethrow_exception(error);
+}
+
+// ---------------------------------------------------------------- running
+
+std::exception_ptr EngineCore::invoke(OpBlock* op, RunContext& ctx) {
+  detail::OpObserver* obs = observer();
+  if (obs) [[unlikely]] obs->on_start(*op, ctx);
+  std::exception_ptr error;
+  {
+    OperationScope scope;
+    if (op->kind == OpKind::Sync) {
+      try {
+        op->fn(ctx);
+      } catch (...) {
+        error = std::current_exception();
+      }
+    } else {
+      const std::uint64_t ticket = op->ticket.load(std::memory_order_relaxed);
+      op->async_state.store(detail::kAsyncInvoking, std::memory_order_relaxed);
+      bool threw = false;
+      try {
+        op->async_fn(ctx, Completion(op, ticket));
+      } catch (...) {
+        error = std::current_exception();
+        threw = true;
+      }
+      const auto state = op->async_state.exchange(0, std::memory_order_acq_rel);
+      if (threw) {
+        complete_async(op, ticket, error, /*quiet=*/true);
+      } else if (state & detail::kAsyncDropped) {
+        complete_async(op, ticket, detail::dropped_completion_error(*op), /*quiet=*/true);
+      }
+      error = nullptr;  // reported through the completion
+    }
+  }
+  if (obs) [[unlikely]] obs->on_end(*op, ctx);
+  if (op->kind == OpKind::Async) release_hold(op);
+  return error;
+}
+
+void EngineCore::release_hold(OpBlock* op) {
+  if (op->kind != OpKind::Async || op->holds.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    detail::OpPool::release(op);
+  }
+}
+
+void EngineCore::complete_async(OpBlock* op, std::uint64_t ticket, std::exception_ptr error, bool quiet) {
+  std::uint64_t expected = ticket;
+  if (!op->ticket.compare_exchange_strong(expected, ticket + 1, std::memory_order_acq_rel)) {
+    if (quiet) return;
+    throw std::logic_error("depengine: the completion of an asynchronous operation was called twice");
+  }
+  on_completed(op, std::move(error));
+}
+
+void EngineCore::drop_async(OpBlock* op, std::uint64_t ticket) {
+  const auto state = op->async_state.fetch_or(detail::kAsyncDropped, std::memory_order_acq_rel);
+  if (state & detail::kAsyncInvoking) return;  // invoke() completes it
+  complete_async(op, ticket, detail::dropped_completion_error(*op), /*quiet=*/true);
+}
+
+// ---------------------------------------------------------------- errors
+
+std::exception_ptr EngineCore::input_error(const OpBlock& op) {
+  for (const Entry& e : op.entries) {
+    if (!e.var->failed.load(std::memory_order_acquire)) continue;
+    std::lock_guard lock(e.var->lock);
+    if (e.var->error) return e.var->error;
+  }
+  return nullptr;
+}
+
+std::exception_ptr EngineCore::take_error(VarState& var) {
+  if (!var.failed.load(std::memory_order_acquire)) return nullptr;
+  std::lock_guard lock(var.lock);
+  std::exception_ptr error = std::move(var.error);
+  var.error = nullptr;
+  var.failed.store(false, std::memory_order_release);
+  return error;
+}
+
+void EngineCore::record_unattached_failure(std::exception_ptr error) {
+  std::lock_guard lock(failures_mutex_);
+  failures_.push_back({nullptr, 0, std::move(error)});
+}
+
+void EngineCore::record_failure(const OpBlock& op) {
+  std::lock_guard lock(failures_mutex_);
+  bool wrote = false;
+  for (const Entry& e : op.entries) {
+    if (!e.write) continue;
+    wrote = true;
+    failures_.push_back({e.var, e.var->generation.load(std::memory_order_relaxed), op.error});
+  }
+  if (!wrote) failures_.push_back({nullptr, 0, op.error});
+}
+
+std::exception_ptr EngineCore::take_all_errors() {
+  std::vector<Failure> failures;
+  {
+    std::lock_guard lock(failures_mutex_);
+    failures.swap(failures_);
+  }
+  std::exception_ptr first;
+  for (Failure& f : failures) {
+    if (f.var == nullptr) {
+      if (!first) first = f.error;
+      continue;
+    }
+    // Only failures no blocking call has reported yet (the variable still
+    // holds this very error) count.
+    std::lock_guard lock(f.var->lock);
+    if (f.var->generation.load(std::memory_order_relaxed) != f.generation || f.var->error != f.error) continue;
+    f.var->error = nullptr;
+    f.var->failed.store(false, std::memory_order_release);
+    if (!first) first = f.error;
+  }
+  return first;
+}
+
+// ---------------------------------------------------------------- environment
+
+EngineOptions apply_environment(EngineOptions options) {
+  if (!options.read_environment) return options;
+  if (const char* kind = std::getenv("DEPENGINE_ENGINE"); kind && *kind) {
+    const std::string k(kind);
+    if (k == "naive" || k == "Naive") {
+      options.kind = EngineKind::Naive;
+    } else if (k == "threaded" || k == "Threaded") {
+      options.kind = EngineKind::Threaded;
+    } else {
+      throw std::invalid_argument("depengine: DEPENGINE_ENGINE must be 'naive' or 'threaded', not '" + k + "'");
+    }
+  }
+  if (const char* threads = std::getenv("DEPENGINE_CPU_THREADS"); threads && *threads) {
+    char* end = nullptr;
+    const long n = std::strtol(threads, &end, 10);
+    if (*end != '\0' || n < 0 || n > 4096) {
+      throw std::invalid_argument("depengine: DEPENGINE_CPU_THREADS must be a number from 0 to 4096, not '" +
+                                  std::string(threads) + "'");
+    }
+    options.cpu_threads = static_cast<int>(n);
+  }
+  return options;
+}
+
+}  // namespace depengine

@@ -1,0 +1,127 @@
+#pragma once
+// EngineCore: what the threaded and the naive engine share — variables,
+// validation of pushes, devices, error bookkeeping — and the hooks through
+// which executors report on ready operations.
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "depengine/engine.h"
+#include "depengine/executor.h"
+#include "engine/op_block.h"
+#include "engine/op_observer.h"
+#include "engine/var_table.h"
+
+namespace depengine {
+
+class EngineCore {
+ public:
+  explicit EngineCore(const EngineOptions& options);
+  virtual ~EngineCore();
+
+  // The public API (Engine forwards here).
+  Var new_var(std::string_view name);
+  void push(OpFn fn, VarList reads, VarList writes, const PushOptions& options);
+  void push_async(AsyncOpFn fn, VarList reads, VarList writes, const PushOptions& options);
+  void delete_var(Var var, ReleaseFn release);
+  void wait_to_read(Var var) { wait_var(var, false); }
+  void wait_to_write(Var var) { wait_var(var, true); }
+  virtual void wait_all() = 0;
+  void add_device(Device device, std::unique_ptr<Executor> executor);
+  bool has_device(Device device) const;
+  virtual int cpu_threads() const = 0;
+  EngineKind kind() const { return options_.kind; }
+  std::string var_name(Var var) const;
+  const EngineOptions& options() const { return options_; }
+
+  // Hooks of ReadyOp and Completion.
+  virtual void on_launched(detail::OpBlock* op) = 0;
+  virtual void on_completed(detail::OpBlock* op, std::exception_ptr error) = 0;
+  /// For the CPU executor: completes `op` and returns one CPU op it made
+  /// ready, to run next on the same thread (inline continuation), or null.
+  virtual detail::OpBlock* complete_and_continue(detail::OpBlock* op, std::exception_ptr error) {
+    on_completed(op, std::move(error));
+    return nullptr;
+  }
+  /// For the CPU executor: a worker found no ready CPU work.
+  virtual void on_cpu_idle() {}
+  std::exception_ptr invoke(detail::OpBlock* op, RunContext& ctx);
+  /// Completes an async op if `ticket` is still current; a stale ticket
+  /// throws std::logic_error, or is ignored when `quiet`.
+  void complete_async(detail::OpBlock* op, std::uint64_t ticket, std::exception_ptr error, bool quiet = false);
+  void drop_async(detail::OpBlock* op, std::uint64_t ticket);
+
+  // Profiler.
+  void set_observer(detail::OpObserver* observer) { observer_.store(observer, std::memory_order_release); }
+  detail::OpObserver* observer() const { return observer_.load(std::memory_order_acquire); }
+
+  /// Set while this thread runs an operation: blocking calls then throw.
+  static bool in_operation();
+
+ protected:
+  /// A validated op with its entries sorted; the engine takes it over.
+  virtual void submit(detail::OpBlock* op) = 0;
+
+  detail::OpBlock* make_op(detail::OpKind kind, VarList reads, VarList writes, const PushOptions& options);
+  void wait_var(Var var, bool for_write);
+  /// Throws std::logic_error when called from inside an operation.
+  void check_blocking_allowed(const char* call) const;
+
+  /// Files the failure of `op` for wait_all, under each variable it writes
+  /// (or under none, when it writes nothing).
+  void record_failure(const detail::OpBlock& op);
+  /// Files an error no variable carries (e.g. of a deleted variable).
+  void record_unattached_failure(std::exception_ptr error);
+  /// The error of a failed variable the op touches, if any.
+  static std::exception_ptr input_error(const detail::OpBlock& op);
+  /// Reports and clears the failure of one variable (for wait_to_*).
+  static std::exception_ptr take_error(detail::VarState& var);
+  /// Reports and clears every unreported failure (for wait_all); the first.
+  std::exception_ptr take_all_errors();
+
+  Executor* executor_for(Device device);
+  /// Returns a finished op to the pool (async ops once invoke() also let go).
+  void release_hold(detail::OpBlock* op);
+  /// Called when a Delete op completes: the slot may be reused.
+  void recycle_var(detail::VarState* var) { vars_.recycle(var); }
+
+  EngineOptions options_;
+  detail::VarTable vars_;
+
+ private:
+  struct Failure {
+    detail::VarState* var;  // null: an op without writes failed
+    std::uint32_t generation;
+    std::exception_ptr error;
+  };
+
+  std::atomic<detail::OpObserver*> observer_{nullptr};
+
+  static constexpr int kMaxDeviceIndex = 64;
+  std::array<std::array<std::atomic<Executor*>, kMaxDeviceIndex>, 4> devices_{};
+  mutable std::mutex devices_mutex_;
+  std::vector<std::unique_ptr<Executor>> owned_executors_;
+
+  std::mutex failures_mutex_;
+  std::vector<Failure> failures_;
+
+ protected:
+  /// Stops device executors; the subclass calls it once everything completed.
+  void shutdown_devices();
+};
+
+/// Reads DEPENGINE_ENGINE and DEPENGINE_CPU_THREADS into `options`; throws
+/// std::invalid_argument for unparseable values.
+EngineOptions apply_environment(EngineOptions options);
+
+std::unique_ptr<EngineCore> make_threaded_engine(const EngineOptions& options);
+std::unique_ptr<EngineCore> make_naive_engine(const EngineOptions& options);
+
+}  // namespace depengine

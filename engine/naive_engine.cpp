@@ -1,0 +1,114 @@
+// NaiveEngine: the same API, run synchronously. Each push runs its operation
+// to completion on the pushing thread (device operations are submitted to
+// their device and waited for), one push at a time. It is the reference the
+// threaded engine is tested against, and the "sync" side of benchmarks.
+
+#include <mutex>
+
+#include "engine/engine_core.h"
+#include "engine/op_pool.h"
+#include "engine/wait_signal.h"
+
+namespace depengine {
+
+using detail::OpBlock;
+using detail::OpKind;
+
+class NaiveEngine final : public EngineCore {
+ public:
+  explicit NaiveEngine(const EngineOptions& options) : EngineCore(options) {}
+  ~NaiveEngine() override { shutdown_devices(); }
+
+  int cpu_threads() const override { return 1; }
+
+  void wait_all() override {
+    check_blocking_allowed("wait_all");
+    if (std::exception_ptr error = take_all_errors()) std::rethrow_exception(error);
+  }
+
+  void on_launched(OpBlock*) override {}
+
+  void on_completed(OpBlock* op, std::exception_ptr error) override {
+    detail::WaitSignal* done = op->signal;
+    finish(op, std::move(error));
+    done->set();
+  }
+
+ protected:
+  void submit(OpBlock* op) override {
+    // Operations may push from inside (nested pushes run at once), hence
+    // a recursive mutex.
+    std::lock_guard lock(mutex_);
+    switch (op->kind) {
+      case OpKind::WaitSignal: {
+        detail::WaitSignal* signal = op->signal;
+        std::exception_ptr error = take_error(*op->entries.front().var);
+        detail::OpPool::release(op);
+        signal->set(std::move(error));
+        return;
+      }
+      case OpKind::Delete: {
+        detail::VarState* var = op->entries.front().var;
+        if (op->release) {
+          try {
+            op->release();
+          } catch (...) {
+            record_unattached_failure(std::current_exception());
+          }
+        }
+        if (std::exception_ptr unreported = take_error(*var)) record_unattached_failure(std::move(unreported));
+        detail::OpPool::release(op);
+        recycle_var(var);
+        return;
+      }
+      case OpKind::Sync:
+      case OpKind::Async:
+        break;
+    }
+    if (std::exception_ptr error = input_error(*op)) {
+      if (op->kind == OpKind::Async) op->holds.store(1, std::memory_order_relaxed);
+      finish(op, std::move(error));
+      return;
+    }
+    if (op->kind == OpKind::Sync && op->device.is_cpu()) {
+      RunContext ctx{.device = op->device, .property = op->property, .name = op->name};
+      std::exception_ptr error = invoke(op, ctx);
+      finish(op, std::move(error));
+      return;
+    }
+    // Async or device work: hand it over and wait until it completes.
+    detail::WaitSignal done;
+    op->signal = &done;
+    if (op->device.is_cpu()) {
+      RunContext ctx{.device = op->device, .property = op->property, .name = op->name};
+      invoke(op, ctx);
+    } else {
+      op->executor->submit(ReadyOp(op));
+    }
+    done.wait();
+  }
+
+ private:
+  void finish(OpBlock* op, std::exception_ptr error) {
+    if (error) {
+      op->error = std::move(error);
+      for (detail::Entry& e : op->entries) {
+        if (!e.write) continue;
+        std::lock_guard lock(e.var->lock);
+        e.var->error = op->error;
+        e.var->failed.store(true, std::memory_order_release);
+      }
+      record_failure(*op);
+    }
+    if (detail::OpObserver* obs = observer()) [[unlikely]] obs->on_complete(*op);
+    release_hold(op);
+  }
+
+  std::recursive_mutex mutex_;
+};
+
+std::unique_ptr<EngineCore> make_naive_engine(const EngineOptions& options) {
+  return std::make_unique<NaiveEngine>(options);
+}
+
+}  // namespace depengine

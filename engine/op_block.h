@@ -1,0 +1,103 @@
+#pragma once
+// OpBlock: one pushed operation as the engine tracks it, and its Entry in the
+// version queue of each variable it touches. Blocks are pooled (OpPool) and
+// reused, so containers inside keep their capacity from one use to the next.
+
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "depengine/engine.h"
+#include "depengine/executor.h"
+
+namespace depengine {
+class EngineCore;
+}
+
+namespace depengine::detail {
+
+struct OpBlock;
+struct VarState;
+class WaitSignal;
+
+/// One operation's place in one variable's version queue.
+struct Entry {
+  VarState* var = nullptr;
+  OpBlock* op = nullptr;
+  Entry* prev = nullptr;
+  Entry* next = nullptr;
+  bool write = false;
+  bool granted = false;
+  bool launched = false;
+  /// Fences this entry must wait for, when granted before its predecessors
+  /// completed (only on stream devices).
+  std::vector<Fence> fences;
+};
+
+enum class OpKind : std::uint8_t {
+  Sync,        // push
+  Async,       // push_async
+  WaitSignal,  // the engine's own marker behind wait_to_read / wait_to_write
+  Delete,      // delete_var
+};
+
+inline constexpr std::uint32_t kAsyncInvoking = 1;
+inline constexpr std::uint32_t kAsyncDropped = 2;
+
+struct OpBlock {
+  EngineCore* engine = nullptr;
+  OpKind kind = OpKind::Sync;
+  OpFn fn;
+  AsyncOpFn async_fn;
+  ReleaseFn release;
+  WaitSignal* signal = nullptr;
+
+  // Entries, sorted by variable address (the lock order).
+  std::vector<Entry> entries;
+  std::atomic<int> pending{0};
+
+  int priority = 0;
+  Device device;
+  OpProperty property = OpProperty::Normal;
+  std::string name;
+  Executor* executor = nullptr;
+  bool device_uses_fences = false;
+
+  std::exception_ptr error;   // why the operation failed or was skipped
+  std::vector<Fence> fences;  // union of the entries' fences, when ready
+  Fence launch_fence;         // set by ReadyOp::launched
+  // Completion ticket: odd while a Completion may complete the op, so that a
+  // second call (or a call on a recycled block) is detected.
+  std::atomic<std::uint64_t> ticket{0};
+  // kAsyncInvoking while the async function runs, kAsyncDropped once its
+  // Completion was destroyed uncalled.
+  std::atomic<std::uint32_t> async_state{0};
+  // Async ops are held by invoke() and by their completion; the block goes
+  // back to the pool when both let go (a Completion may fire inside invoke).
+  std::atomic<int> holds{0};
+  std::uint64_t sequence = 0;  // push order, for the profiler and FIFO ties
+
+  OpBlock* pool_next = nullptr;
+
+  void clear_for_reuse() {
+    fn.reset();
+    async_fn.reset();
+    release.reset();
+    signal = nullptr;
+    for (Entry& e : entries) e.fences.clear();
+    entries.clear();
+    name.clear();
+    error = nullptr;
+    fences.clear();
+    launch_fence = Fence{};
+    executor = nullptr;
+    device_uses_fences = false;
+  }
+};
+
+/// The error of an async operation whose Completion was dropped uncalled.
+std::exception_ptr dropped_completion_error(const OpBlock& op);
+
+}  // namespace depengine::detail

@@ -1,0 +1,119 @@
+// The thin public classes: Engine, Completion, ReadyOp, Device.
+
+#include <stdexcept>
+
+#include "depengine/completion.h"
+#include "depengine/engine.h"
+#include "depengine/executor.h"
+#include "engine/engine_core.h"
+#include "engine/op_block.h"
+
+namespace depengine {
+
+// ---------------------------------------------------------------- Engine
+
+Engine::Engine(EngineOptions options) {
+  options = apply_environment(options);
+  if (options.max_ops_in_flight == 0) throw std::invalid_argument("depengine: max_ops_in_flight must be positive");
+  if (options.cpu_threads < 0) throw std::invalid_argument("depengine: cpu_threads must not be negative");
+  core_ = options.kind == EngineKind::Naive ? make_naive_engine(options) : make_threaded_engine(options);
+}
+
+Engine::~Engine() = default;
+
+Var Engine::new_var(std::string_view name) { return core_->new_var(name); }
+void Engine::push(OpFn fn, VarList reads, VarList writes, const PushOptions& options) {
+  core_->push(std::move(fn), reads, writes, options);
+}
+void Engine::push_async(AsyncOpFn fn, VarList reads, VarList writes, const PushOptions& options) {
+  core_->push_async(std::move(fn), reads, writes, options);
+}
+void Engine::delete_var(Var var, ReleaseFn release) { core_->delete_var(var, std::move(release)); }
+void Engine::wait_to_read(Var var) { core_->wait_to_read(var); }
+void Engine::wait_to_write(Var var) { core_->wait_to_write(var); }
+void Engine::wait_all() { core_->wait_all(); }
+void Engine::add_device(Device device, std::unique_ptr<Executor> executor) {
+  core_->add_device(device, std::move(executor));
+}
+bool Engine::has_device(Device device) const { return core_->has_device(device); }
+EngineKind Engine::kind() const { return core_->kind(); }
+int Engine::cpu_threads() const { return core_->cpu_threads(); }
+std::string Engine::var_name(Var var) const { return core_->var_name(var); }
+
+// ---------------------------------------------------------------- Completion
+
+Completion::Completion(Completion&& other) noexcept : op_(other.op_), ticket_(other.ticket_) {
+  other.op_ = nullptr;
+}
+
+Completion& Completion::operator=(Completion&& other) noexcept {
+  if (this != &other) {
+    if (op_) op_->engine->drop_async(op_, ticket_);
+    op_ = other.op_;
+    ticket_ = other.ticket_;
+    other.op_ = nullptr;
+  }
+  return *this;
+}
+
+Completion::~Completion() {
+  if (op_) op_->engine->drop_async(op_, ticket_);
+}
+
+void Completion::operator()(std::exception_ptr error) {
+  if (op_ == nullptr) {
+    throw std::logic_error("depengine: the completion of an asynchronous operation was called twice");
+  }
+  detail::OpBlock* op = op_;
+  op_ = nullptr;
+  op->engine->complete_async(op, ticket_, std::move(error));
+}
+
+namespace detail {
+std::exception_ptr dropped_completion_error(const OpBlock& op) {
+  return std::make_exception_ptr(std::logic_error(
+      "depengine: asynchronous operation '" + op.name + "' dropped its Completion without calling it"));
+}
+}  // namespace detail
+
+// ---------------------------------------------------------------- ReadyOp
+
+Device ReadyOp::device() const { return op_->device; }
+OpProperty ReadyOp::property() const { return op_->property; }
+int ReadyOp::priority() const { return op_->priority; }
+std::string_view ReadyOp::name() const { return op_->name; }
+bool ReadyOp::is_async() const { return op_->kind == detail::OpKind::Async; }
+std::span<const Fence> ReadyOp::fences() const { return op_->fences; }
+
+std::exception_ptr ReadyOp::invoke(RunContext& ctx) const { return op_->engine->invoke(op_, ctx); }
+
+void ReadyOp::launched(Fence fence) const {
+  op_->launch_fence = std::move(fence);
+  op_->engine->on_launched(op_);
+}
+
+void ReadyOp::complete(std::exception_ptr error) const { op_->engine->on_completed(op_, std::move(error)); }
+
+void ReadyOp::run_and_complete(RunContext& ctx) const {
+  const bool async = is_async();
+  std::exception_ptr error = invoke(ctx);
+  if (!async) complete(std::move(error));
+}
+
+// ---------------------------------------------------------------- Device
+
+std::string Device::to_string() const {
+  switch (kind) {
+    case DeviceKind::cpu:
+      return "cpu";
+    case DeviceKind::cuda:
+      return "cuda:" + std::to_string(index);
+    case DeviceKind::emulated:
+      return "emulated:" + std::to_string(index);
+    case DeviceKind::custom:
+      return "custom:" + std::to_string(index);
+  }
+  return "unknown";
+}
+
+}  // namespace depengine

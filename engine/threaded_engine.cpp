@@ -1,0 +1,221 @@
+// ThreadedEngine: the asynchronous engine. Pushes register their entries in
+// the variables' version queues right away (holding every touched
+// variable's lock, in address order, so pushes from several threads
+// serialise consistently); ready operations go to their device's executor.
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+
+#include "devices/cpu/cpu_executor.h"
+#include "engine/dependency_tracker.h"
+#include "engine/engine_core.h"
+#include "engine/in_flight_counter.h"
+#include "engine/op_pool.h"
+#include "engine/wait_signal.h"
+
+namespace depengine {
+
+using detail::Entry;
+using detail::OpBlock;
+using detail::OpKind;
+using detail::ReadyList;
+
+namespace {
+
+int resolve_threads(int requested) {
+  if (requested > 0) return requested;
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+thread_local std::uint64_t t_pushes = 0;
+thread_local std::uint64_t t_completions = 0;
+
+}  // namespace
+
+class ThreadedEngine final : public EngineCore {
+ public:
+  explicit ThreadedEngine(const EngineOptions& options)
+      : EngineCore(options),
+        check_interval_(std::clamp<std::size_t>(options.max_ops_in_flight / 8, 1, 64)) {
+    auto cpu = std::make_unique<detail::CpuExecutor>(*this, resolve_threads(options.cpu_threads));
+    cpu_ = cpu.get();
+    add_device(Device::cpu(), std::move(cpu));
+  }
+
+  ~ThreadedEngine() override {
+    wait_until_in_flight_at_most(0, waiters_);
+    shutdown_devices();
+  }
+
+  int cpu_threads() const override { return cpu_->threads(); }
+
+  void wait_all() override {
+    check_blocking_allowed("wait_all");
+    detail::OpObserver* obs = observer();
+    if (obs) [[unlikely]] obs->on_block_begin("wait_all");
+    wait_until_in_flight_at_most(0, waiters_);
+    if (obs) [[unlikely]] obs->on_block_end("wait_all");
+    if (std::exception_ptr error = take_all_errors()) std::rethrow_exception(error);
+  }
+
+  void on_launched(OpBlock* op) override {
+    ReadyList ready;
+    for (Entry& e : op->entries) {
+      std::lock_guard lock(e.var->lock);
+      detail::dependency::mark_launched(*e.var, e, ready);
+    }
+    dispatch(ready, nullptr);
+  }
+
+  void on_completed(OpBlock* op, std::exception_ptr error) override {
+    ReadyList ready;
+    finish(op, std::move(error), ready);
+    dispatch(ready, nullptr);
+  }
+
+  OpBlock* complete_and_continue(OpBlock* op, std::exception_ptr error) override {
+    ReadyList ready;
+    finish(op, std::move(error), ready);
+    OpBlock* next = nullptr;
+    dispatch(ready, &next);
+    return next;
+  }
+
+  void on_cpu_idle() override { wake_waiters(); }
+
+ protected:
+  void submit(OpBlock* op) override {
+    if (!in_operation() && ++t_pushes % check_interval_ == 0) apply_back_pressure();
+    counter_.add_pushed();
+    op->pending.store(static_cast<int>(op->entries.size()) + 1, std::memory_order_relaxed);
+    ReadyList ready;
+    // Entries are sorted by variable address: a global lock order.
+    for (Entry& e : op->entries) e.var->lock.lock();
+    for (Entry& e : op->entries) detail::dependency::append(*e.var, e, ready);
+    for (Entry& e : op->entries) e.var->lock.unlock();
+    if (detail::OpObserver* obs = observer()) [[unlikely]] obs->on_push(*op);
+    if (op->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) ready.push(op);
+    dispatch(ready, nullptr);
+  }
+
+ private:
+  // Runs or hands over every op in `ready` (and those they make ready).
+  // With `inline_slot`, the first plain CPU op is left there for the caller.
+  void dispatch(ReadyList& ready, OpBlock** inline_slot) {
+    while (!ready.empty()) {
+      OpBlock* op = ready.pop();
+      switch (op->kind) {
+        case OpKind::WaitSignal: {
+          std::exception_ptr error = take_error(*op->entries.front().var);
+          detail::WaitSignal* signal = op->signal;
+          finish(op, nullptr, ready);
+          signal->set(std::move(error));  // the waiter may return at once
+          break;
+        }
+        case OpKind::Delete:
+          finish_delete(op, ready);
+          break;
+        case OpKind::Sync:
+        case OpKind::Async:
+          if (op->device_uses_fences) collect_fences(*op);
+          if (std::exception_ptr error = input_error(*op)) {
+            // Skipped: a variable it touches failed earlier.
+            if (op->kind == OpKind::Async) op->holds.store(1, std::memory_order_relaxed);
+            finish(op, std::move(error), ready);
+          } else if (inline_slot && *inline_slot == nullptr && op->kind == OpKind::Sync &&
+                     op->device.is_cpu()) {
+            *inline_slot = op;
+          } else {
+            op->executor->submit(ReadyOp(op));
+          }
+          break;
+      }
+    }
+  }
+
+  static void collect_fences(OpBlock& op) {
+    for (Entry& e : op.entries) {
+      for (Fence& f : e.fences) op.fences.push_back(std::move(f));
+      e.fences.clear();
+    }
+  }
+
+  void finish_delete(OpBlock* op, ReadyList& ready) {
+    detail::VarState* var = op->entries.front().var;
+    std::exception_ptr release_error;
+    if (op->release) {
+      try {
+        op->release();
+      } catch (...) {
+        release_error = std::current_exception();
+      }
+    }
+    // A failure nobody reported yet outlives the variable: wait_all reports it.
+    if (std::exception_ptr unreported = take_error(*var)) record_unattached_failure(std::move(unreported));
+    if (release_error) record_unattached_failure(std::move(release_error));
+    finish(op, nullptr, ready);
+    recycle_var(var);
+  }
+
+  // The op is done (or skipped with `error`): release what it held.
+  void finish(OpBlock* op, std::exception_ptr error, ReadyList& ready) {
+    if (error) op->error = std::move(error);
+    // An op launched before its predecessors completed learns of their
+    // failure only now.
+    if (!op->error && !op->fences.empty()) op->error = input_error(*op);
+    const bool failed = op->error && (op->kind == OpKind::Sync || op->kind == OpKind::Async);
+    for (Entry& e : op->entries) {
+      std::lock_guard lock(e.var->lock);
+      if (failed && e.write) {
+        e.var->error = op->error;
+        e.var->failed.store(true, std::memory_order_release);
+      }
+      detail::dependency::remove_completed(*e.var, e, ready);
+    }
+    if (failed) record_failure(*op);
+    if (detail::OpObserver* obs = observer()) [[unlikely]] obs->on_complete(*op);
+    release_hold(op);
+    counter_.add_completed();
+    if (!cpu_->on_worker_thread()) {
+      wake_waiters();
+    } else if (bp_waiters_.load(std::memory_order_relaxed) > 0 && ++t_completions % check_interval_ == 0) {
+      wake_waiters();
+    }
+  }
+
+  void wake_waiters() {
+    if (waiters_.load(std::memory_order_seq_cst) + bp_waiters_.load(std::memory_order_seq_cst) == 0) return;
+    epoch_.fetch_add(1, std::memory_order_seq_cst);
+    epoch_.notify_all();
+  }
+
+  void apply_back_pressure() {
+    const auto bound = static_cast<std::int64_t>(options_.max_ops_in_flight);
+    if (counter_.in_flight() <= bound) return;
+    wait_until_in_flight_at_most(bound - bound / 4, bp_waiters_);
+  }
+
+  void wait_until_in_flight_at_most(std::int64_t limit, std::atomic<int>& waiter_count) {
+    waiter_count.fetch_add(1, std::memory_order_seq_cst);
+    for (;;) {
+      const std::uint32_t epoch = epoch_.load(std::memory_order_seq_cst);
+      if (counter_.in_flight() <= limit) break;
+      epoch_.wait(epoch, std::memory_order_seq_cst);
+    }
+    waiter_count.fetch_sub(1, std::memory_order_relaxed);
+  }
+
+  const std::size_t check_interval_;
+  detail::CpuExecutor* cpu_ = nullptr;
+  detail::InFlightCounter counter_;
+  std::atomic<std::uint32_t> epoch_{0};
+  std::atomic<int> waiters_{0};     // in wait_all or the destructor
+  std::atomic<int> bp_waiters_{0};  // in back-pressure
+};
+
+std::unique_ptr<EngineCore> make_threaded_engine(const EngineOptions& options) {
+  return std::make_unique<ThreadedEngine>(options);
+}
+
+}  // namespace depengine

@@ -1,0 +1,49 @@
+#pragma once
+// VarTable: the engine's variables, addressed by slot. Slots are recycled
+// after deletion with a new generation, so a stale Var handle is detected.
+// Lookup is lock-free (chunks never move); creation and recycling lock.
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string_view>
+#include <vector>
+
+#include "depengine/var.h"
+#include "engine/var_state.h"
+
+namespace depengine::detail {
+
+class VarTable {
+ public:
+  explicit VarTable(std::uint32_t engine_id) : engine_id_(engine_id) {}
+  ~VarTable();
+
+  Var create(std::string_view name);
+  /// The live state behind `var`, or null if the handle is null, foreign,
+  /// stale, or its variable's deletion was already pushed.
+  VarState* find(Var var) const;
+  /// Like find, but also accepts variables whose deletion was pushed.
+  VarState* find_including_deleted(Var var) const;
+  /// Frees the slot for reuse; old handles become stale.
+  void recycle(VarState* var);
+
+  std::uint32_t engine_id() const { return engine_id_; }
+
+ private:
+  static constexpr std::uint32_t kChunkBits = 10;
+  static constexpr std::uint32_t kChunkSize = 1u << kChunkBits;
+  static constexpr std::uint32_t kMaxChunks = 1u << 14;  // 16 M variables
+
+  using Chunk = std::array<VarState, kChunkSize>;
+
+  std::uint32_t engine_id_;
+  std::array<std::atomic<Chunk*>, kMaxChunks> chunks_{};
+  std::mutex mutex_;
+  std::uint32_t next_slot_ = 0;  // guarded by mutex_
+  std::vector<std::uint32_t> free_slots_;
+};
+
+}  // namespace depengine::detail

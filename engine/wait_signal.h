@@ -1,0 +1,35 @@
+#pragma once
+// WaitSignal: a one-shot event a frontend thread sleeps on while the engine
+// works: spin briefly (the answer is often microseconds away), then sleep in
+// the kernel, so a waiting frontend uses no CPU.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <exception>
+
+#include "engine/cpu_relax.h"
+
+namespace depengine::detail {
+
+class WaitSignal {
+ public:
+  void set(std::exception_ptr error = nullptr) {
+    error_ = std::move(error);
+    done_.store(1, std::memory_order_release);
+    done_.notify_one();
+  }
+
+  /// Returns the error passed to set().
+  std::exception_ptr wait() {
+    for (int i = 0; i < 2000 && done_.load(std::memory_order_acquire) == 0; ++i) cpu_relax();
+    while (done_.load(std::memory_order_acquire) == 0) done_.wait(0, std::memory_order_acquire);
+    return error_;
+  }
+
+ private:
+  std::atomic<std::uint32_t> done_{0};
+  std::exception_ptr error_;
+};
+
+}  // namespace depengine::detail

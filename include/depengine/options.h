@@ -1,0 +1,56 @@
+#pragma once
+/// \file options.h
+/// Options of an engine and of one push.
+///
+/// \code
+///   depengine::EngineOptions opts;
+///   opts.cpu_threads = 2;                // 0: every core
+///   opts.max_ops_in_flight = 1 << 16;    // back-pressure bound
+///   depengine::Engine engine(opts);      // DEPENGINE_ENGINE / DEPENGINE_CPU_THREADS override
+///   engine.push(fn, {a}, {b}, {.priority = 1, .name = "update"});
+/// \endcode
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "depengine/device.h"
+
+namespace depengine {
+
+enum class EngineKind : std::uint8_t {
+  Threaded,  ///< asynchronous: dependency tracking, oneTBB workers, device streams
+  Naive,     ///< synchronous: every push runs to completion on the pushing thread
+};
+
+struct EngineOptions {
+  EngineKind kind = EngineKind::Threaded;
+  /// Worker threads of the CPU device; 0 means one per core.
+  int cpu_threads = 0;
+  /// Back-pressure: a push from outside the engine blocks while more than this
+  /// many operations are in flight, so memory stays bounded.
+  std::size_t max_ops_in_flight = 1u << 16;
+  /// When true (the default) the environment variables DEPENGINE_ENGINE and
+  /// DEPENGINE_CPU_THREADS override `kind` and `cpu_threads`.
+  bool read_environment = true;
+};
+
+/// How devices treat an operation (after MXNet's FnProperty).
+enum class OpProperty : std::uint8_t {
+  Normal,          ///< compute on `PushOptions::device`
+  CopyToDevice,    ///< host-to-device copy: a device's H2D copy stream
+  CopyFromDevice,  ///< device-to-host copy: a device's D2H copy stream
+  DeviceToDevice,  ///< copy between devices: a device's peer copy stream
+  CpuPrioritized,  ///< short CPU work that others wait on: runs before Normal CPU work
+};
+
+struct PushOptions {
+  /// Among ready operations, higher priority runs first.
+  int priority = 0;
+  /// Shown by the profiler and in error messages. The text is copied.
+  std::string_view name = {};
+  Device device = Device::cpu();
+  OpProperty property = OpProperty::Normal;
+};
+
+}  // namespace depengine
