@@ -14,9 +14,24 @@ namespace depengine {
 using detail::OpBlock;
 using detail::OpKind;
 
+namespace {
+
+// The naive engine's CPU device: runs each operation where it is submitted.
+class InlineCpuExecutor final : public Executor {
+ public:
+  void submit(ReadyOp op) override {
+    RunContext ctx{.device = op.device(), .property = op.property(), .name = op.name()};
+    op.run_and_complete(ctx);
+  }
+};
+
+}  // namespace
+
 class NaiveEngine final : public EngineCore {
  public:
-  explicit NaiveEngine(const EngineOptions& options) : EngineCore(options) {}
+  explicit NaiveEngine(const EngineOptions& options) : EngineCore(options) {
+    add_device(Device::cpu(), std::make_unique<InlineCpuExecutor>());
+  }
   ~NaiveEngine() override { shutdown_devices(); }
 
   int cpu_threads() const override { return 1; }
@@ -70,21 +85,11 @@ class NaiveEngine final : public EngineCore {
       finish(op, std::move(error));
       return;
     }
-    if (op->kind == OpKind::Sync && op->device.is_cpu()) {
-      RunContext ctx{.device = op->device, .property = op->property, .name = op->name};
-      std::exception_ptr error = invoke(op, ctx);
-      finish(op, std::move(error));
-      return;
-    }
-    // Async or device work: hand it over and wait until it completes.
+    // Hand it to its device (the CPU runs it right here) and wait until it
+    // completes: async work and stream devices complete later.
     detail::WaitSignal done;
     op->signal = &done;
-    if (op->device.is_cpu()) {
-      RunContext ctx{.device = op->device, .property = op->property, .name = op->name};
-      invoke(op, ctx);
-    } else {
-      op->executor->submit(ReadyOp(op));
-    }
+    op->executor->submit(ReadyOp(op));
     done.wait();
   }
 
