@@ -1,6 +1,7 @@
 # DEPENGINE_SANITIZE=thread|address instruments every target of the build.
 if(DEPENGINE_SANITIZE STREQUAL "thread")
   add_compile_options(-fsanitize=thread -g -O1)
+  add_compile_definitions(DEPENGINE_TSAN=1)
   add_link_options(-fsanitize=thread)
 elseif(DEPENGINE_SANITIZE STREQUAL "address")
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -g -O1)

@@ -13,12 +13,14 @@ namespace depengine::detail {
 class SpinLock {
  public:
   void lock() {
-    if (!state_.exchange(kLocked, std::memory_order_acquire)) return;
-    lock_slow();
+    if (!try_lock()) lock_slow();
   }
+  // Only ever Free -> Locked: overwriting Contended would lose the mark that
+  // a sleeper needs waking (a lost wake-up).
   bool try_lock() {
-    return state_.load(std::memory_order_relaxed) == kFree &&
-           !state_.exchange(kLocked, std::memory_order_acquire);
+    std::uint32_t expected = kFree;
+    return state_.compare_exchange_strong(expected, kLocked, std::memory_order_acquire,
+                                          std::memory_order_relaxed);
   }
   void unlock() {
     if (state_.exchange(kFree, std::memory_order_release) == kContended) {
@@ -32,12 +34,11 @@ class SpinLock {
   void lock_slow() {
     for (int i = 0; i < 128; ++i) {
       cpu_relax();
-      if (state_.load(std::memory_order_relaxed) == kFree &&
-          !state_.exchange(kLocked, std::memory_order_acquire)) {
-        return;
-      }
+      if (state_.load(std::memory_order_relaxed) == kFree && try_lock()) return;
     }
-    // Announce a sleeper; whoever unlocks a contended lock wakes one.
+    // Announce a sleeper; whoever unlocks a contended lock wakes one. A
+    // thread that gets the lock here keeps it marked Contended, since other
+    // sleepers may remain.
     while (state_.exchange(kContended, std::memory_order_acquire) != kFree) {
       state_.wait(kContended, std::memory_order_relaxed);
     }

@@ -17,6 +17,9 @@
 
 #include "depengine/executor.h"
 #include "devices/cpu/ready_queue.h"
+#if DEPENGINE_TSAN
+#include "devices/cpu/tsan_arena.h"
+#endif
 
 namespace depengine {
 class EngineCore;
@@ -44,7 +47,11 @@ class CpuExecutor final : public Executor {
   EngineCore& engine_;
   const int threads_;
   std::unique_ptr<oneapi::tbb::global_control> parallelism_;
+#if DEPENGINE_TSAN
+  TsanArena arena_;
+#else
   oneapi::tbb::task_arena arena_;
+#endif
   ReadyQueue queue_;
   std::atomic<int> active_{0};          // worker tasks looking for work
   std::atomic<int> running_tasks_{0};   // worker tasks not yet returned
