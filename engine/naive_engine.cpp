@@ -14,9 +14,26 @@ namespace depengine {
 using detail::OpBlock;
 using detail::OpKind;
 
+namespace {
+
+// The naive engine's CPU device. The engine runs CPU operations itself, on
+// the pushing thread; the device exists so that pushes to Device::cpu() are
+// accepted, and runs whatever reaches it on the calling thread too.
+class InlineCpuExecutor final : public Executor {
+ public:
+  void submit(ReadyOp op) override {
+    RunContext ctx{.device = op.device(), .property = op.property(), .name = op.name()};
+    op.run_and_complete(ctx);
+  }
+};
+
+}  // namespace
+
 class NaiveEngine final : public EngineCore {
  public:
-  explicit NaiveEngine(const EngineOptions& options) : EngineCore(options) {}
+  explicit NaiveEngine(const EngineOptions& options) : EngineCore(options) {
+    add_device(Device::cpu(), std::make_unique<InlineCpuExecutor>());
+  }
   ~NaiveEngine() override { shutdown_devices(); }
 
   int cpu_threads() const override { return 1; }
@@ -36,6 +53,7 @@ class NaiveEngine final : public EngineCore {
 
  protected:
   void submit(OpBlock* op) override {
+    if (detail::OpObserver* obs = observer()) [[unlikely]] obs->on_push(*op);
     // Operations may push from inside (nested pushes run at once), hence
     // a recursive mutex.
     std::lock_guard lock(mutex_);
