@@ -50,6 +50,11 @@ std::string EngineCore::var_name(Var var) const {
   return state->name;
 }
 
+void EngineCore::keep_alive(std::shared_ptr<void> object) {
+  std::lock_guard lock(kept_alive_mutex_);
+  kept_alive_.push_back(std::move(object));
+}
+
 // ---------------------------------------------------------------- devices
 
 void EngineCore::add_device(Device device, std::unique_ptr<Executor> executor) {
