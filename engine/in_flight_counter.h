@@ -16,8 +16,8 @@ namespace depengine::detail {
 
 class InFlightCounter {
  public:
-  void add_pushed() { stripe().pushed.fetch_add(1, std::memory_order_release); }
-  void add_completed() { stripe().completed.fetch_add(1, std::memory_order_release); }
+  void add_pushed() { stripe().pushed.fetch_add(1, std::memory_order_seq_cst); }
+  void add_completed() { stripe().completed.fetch_add(1, std::memory_order_seq_cst); }
 
   /// Operations in flight; 0 means the engine was idle at some instant
   /// during the call.

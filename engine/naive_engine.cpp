@@ -16,9 +16,7 @@ using detail::OpKind;
 
 namespace {
 
-// The naive engine's CPU device. The engine runs CPU operations itself, on
-// the pushing thread; the device exists so that pushes to Device::cpu() are
-// accepted, and runs whatever reaches it on the calling thread too.
+// The naive engine's CPU device: runs each operation where it is submitted.
 class InlineCpuExecutor final : public Executor {
  public:
   void submit(ReadyOp op) override {
@@ -88,21 +86,11 @@ class NaiveEngine final : public EngineCore {
       finish(op, std::move(error));
       return;
     }
-    if (op->kind == OpKind::Sync && op->device.is_cpu()) {
-      RunContext ctx{.device = op->device, .property = op->property, .name = op->name};
-      std::exception_ptr error = invoke(op, ctx);
-      finish(op, std::move(error));
-      return;
-    }
-    // Async or device work: hand it over and wait until it completes.
+    // Hand it to its device (the CPU runs it right here) and wait until it
+    // completes: async work and stream devices complete later.
     detail::WaitSignal done;
     op->signal = &done;
-    if (op->device.is_cpu()) {
-      RunContext ctx{.device = op->device, .property = op->property, .name = op->name};
-      invoke(op, ctx);
-    } else {
-      op->executor->submit(ReadyOp(op));
-    }
+    op->executor->submit(ReadyOp(op));
     done.wait();
   }
 

@@ -57,6 +57,9 @@ void ReadyQueue::push(OpBlock* op) {
   }
   Ring* ring = my_ring();
   if (ring && ring->queue.push(op)) {
+    // The push must be visible before we read the hint, or a consumer that
+    // just cleared it could miss the op (store-load ordering).
+    std::atomic_thread_fence(std::memory_order_seq_cst);
     if (!ring->maybe_nonempty.load(std::memory_order_seq_cst)) {
       ring->maybe_nonempty.store(true, std::memory_order_seq_cst);
     }

@@ -1,0 +1,197 @@
+// Misuse is rejected at push time with nothing enqueued; failures propagate
+// along written variables and are reported by the covering blocking call.
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <depengine/engine.h>
+
+namespace depengine {
+namespace {
+
+class Errors : public ::testing::TestWithParam<EngineKind> {
+ protected:
+  EngineOptions options() const { return {.kind = GetParam(), .cpu_threads = 2, .read_environment = false}; }
+};
+
+INSTANTIATE_TEST_SUITE_P(Engines, Errors, ::testing::Values(EngineKind::Threaded, EngineKind::Naive),
+                         [](const auto& info) { return info.param == EngineKind::Naive ? "Naive" : "Threaded"; });
+
+template <class F>
+std::string message_of(F&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST_P(Errors, MisuseIsRejectedWithAClearMessageAndNothingRuns) {
+  Engine engine(options());
+  Engine other(options());
+  Var a = engine.new_var("a"), b = engine.new_var("b");
+  Var foreign = other.new_var("x");
+  std::atomic<int> ran{0};
+  auto count = [&](RunContext&) { ran.fetch_add(1); };
+
+  EXPECT_THROW(engine.push(OpFn{}, {a}, {b}), std::invalid_argument);
+  EXPECT_THROW(engine.push_async(AsyncOpFn{}, {a}, {b}), std::invalid_argument);
+  EXPECT_NE(message_of([&] { engine.push(count, {Var{}}, {b}); }).find("null Var"), std::string::npos);
+  EXPECT_NE(message_of([&] { engine.push(count, {foreign}, {b}); }).find("another engine"), std::string::npos);
+  EXPECT_NE(message_of([&] { engine.push(count, {a}, {a}, {.name = "axpy"}); }).find("'axpy' lists variable 'a' in both"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] { engine.push(count, {a, a}, {b}); }).find("twice"), std::string::npos);
+  EXPECT_NE(message_of([&] { engine.push(count, {}, {b, b}); }).find("twice"), std::string::npos);
+  EXPECT_NE(message_of([&] { engine.push(count, {}, {b}, {.device = Device::cuda(7)}); }).find("cuda:7"),
+            std::string::npos);
+  EXPECT_THROW(engine.push(count, {}, {b}, {.device = Device{DeviceKind::custom, 1000}}), std::invalid_argument);
+
+  engine.delete_var(a);
+  EXPECT_NE(message_of([&] { engine.push(count, {a}, {b}); }).find("deleted"), std::string::npos);
+  EXPECT_THROW(engine.delete_var(a), std::invalid_argument);  // double delete
+  EXPECT_THROW(engine.delete_var(Var{}), std::invalid_argument);
+  EXPECT_THROW(engine.delete_var(foreign), std::invalid_argument);
+  EXPECT_THROW(engine.wait_to_read(a), std::invalid_argument);
+  EXPECT_THROW(engine.wait_to_write(Var{}), std::invalid_argument);
+
+  engine.wait_all();
+  EXPECT_EQ(ran.load(), 0);
+  // The engine still works, and b saw no operation.
+  engine.push(count, {}, {b});
+  engine.wait_to_read(b);
+  EXPECT_EQ(ran.load(), 1);
+}
+
+TEST_P(Errors, FailurePropagatesToDependentsWhichAreSkipped) {
+  Engine engine(options());
+  Var a = engine.new_var("a"), b = engine.new_var("b"), c = engine.new_var("c"), free = engine.new_var("free");
+  std::atomic<int> dependents_ran{0}, independent_ran{0};
+  engine.push([](RunContext&) { throw std::runtime_error("boom"); }, {}, {a}, {.name = "fails"});
+  engine.push([&](RunContext&) { dependents_ran.fetch_add(1); }, {a}, {b});
+  engine.push([&](RunContext&) { dependents_ran.fetch_add(1); }, {b}, {c});
+  engine.push([&](RunContext&) { independent_ran.fetch_add(1); }, {}, {free});
+
+  EXPECT_NE(message_of([&] { engine.wait_to_read(c); }).find("boom"), std::string::npos);
+  EXPECT_EQ(dependents_ran.load(), 0);
+  EXPECT_EQ(independent_ran.load(), 1);
+  // Reported once: the next wait on c is clean; a and b still carry it.
+  EXPECT_NO_THROW(engine.wait_to_read(c));
+  EXPECT_THROW(engine.wait_to_write(a), std::runtime_error);
+  EXPECT_NO_THROW(engine.wait_to_read(a));
+  // After being reported, the variables work again.
+  engine.push([&](RunContext&) { dependents_ran.fetch_add(1); }, {a}, {c});
+  engine.wait_to_read(c);
+  EXPECT_EQ(dependents_ran.load(), 1);
+  // wait_all reports b's still unreported failure, then is clean.
+  EXPECT_THROW(engine.wait_all(), std::runtime_error);
+  EXPECT_NO_THROW(engine.wait_all());
+}
+
+TEST_P(Errors, ReadersOfAFailedVariableAreSkippedButDoNotFailIt) {
+  Engine engine(options());
+  Var a = engine.new_var("a");
+  std::atomic<int> ran{0};
+  engine.push([](RunContext&) { throw std::runtime_error("bad write"); }, {}, {a});
+  engine.push([&](RunContext&) { ran.fetch_add(1); }, {a}, {});
+  EXPECT_THROW(engine.wait_all(), std::runtime_error);
+  EXPECT_EQ(ran.load(), 0);
+  EXPECT_NO_THROW(engine.wait_all());
+}
+
+TEST_P(Errors, AnOpWithoutWritesThatFailsIsReportedByWaitAll) {
+  Engine engine(options());
+  Var a = engine.new_var("a");
+  engine.push([](RunContext&) { throw std::runtime_error("reader failed"); }, {a}, {});
+  EXPECT_NO_THROW(engine.wait_to_read(a));  // it wrote nothing
+  EXPECT_NE(message_of([&] { engine.wait_all(); }).find("reader failed"), std::string::npos);
+}
+
+TEST_P(Errors, FailureOfADeletedVariableIsReportedByWaitAll) {
+  Engine engine(options());
+  Var a = engine.new_var("a");
+  engine.push([](RunContext&) { throw std::runtime_error("lost?"); }, {}, {a});
+  engine.delete_var(a);
+  EXPECT_NE(message_of([&] { engine.wait_all(); }).find("lost?"), std::string::npos);
+}
+
+TEST_P(Errors, ReleaseFunctionErrorsAreReported) {
+  Engine engine(options());
+  Var a = engine.new_var("a");
+  engine.delete_var(a, [] { throw std::runtime_error("release failed"); });
+  EXPECT_THROW(engine.wait_all(), std::runtime_error);
+}
+
+TEST_P(Errors, AsyncFailureReportedThroughTheCompletion) {
+  Engine engine(options());
+  Var a = engine.new_var("a");
+  std::thread worker;
+  engine.push_async([&](RunContext&, Completion done) {
+    worker = std::thread([done = std::move(done)]() mutable {
+      done(std::make_exception_ptr(std::runtime_error("io error")));
+    });
+  }, {}, {a});
+  EXPECT_NE(message_of([&] { engine.wait_to_read(a); }).find("io error"), std::string::npos);
+  worker.join();
+}
+
+TEST_P(Errors, AsyncCompletionCalledTwiceThrows) {
+  Engine engine(options());
+  Var a = engine.new_var("a");
+  std::atomic<int> second_threw{0};
+  engine.push_async([&](RunContext&, Completion done) {
+    done();
+    try {
+      done();
+    } catch (const std::logic_error&) {
+      second_threw.fetch_add(1);
+    }
+  }, {}, {a});
+  engine.wait_all();
+  EXPECT_EQ(second_threw.load(), 1);
+}
+
+TEST_P(Errors, AsyncCompletionDroppedUncalledFailsTheOperation) {
+  Engine engine(options());
+  Var a = engine.new_var("a");
+  engine.push_async([](RunContext&, Completion) {}, {}, {a}, {.name = "forgetful"});
+  EXPECT_NE(message_of([&] { engine.wait_to_read(a); }).find("'forgetful' dropped its Completion"), std::string::npos);
+}
+
+TEST_P(Errors, AsyncFunctionThatThrowsFailsTheOperation) {
+  Engine engine(options());
+  Var a = engine.new_var("a");
+  engine.push_async([](RunContext&, Completion) { throw std::runtime_error("could not start"); }, {}, {a});
+  EXPECT_NE(message_of([&] { engine.wait_to_read(a); }).find("could not start"), std::string::npos);
+}
+
+TEST_P(Errors, ExceptionsUnderLoadAreAllAccountedFor) {
+  Engine engine(options());
+  constexpr int kVars = 32;
+  std::vector<Var> vars;
+  for (int i = 0; i < kVars; ++i) vars.push_back(engine.new_var());
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 20000; ++i) {
+    const bool fail = i % 97 == 0;
+    engine.push([&ran, fail](RunContext&) {
+      if (fail) throw std::runtime_error("load failure");
+      ran.fetch_add(1, std::memory_order_relaxed);
+    }, {vars[(i * 7 + 3) % kVars]}, {vars[i % kVars]});
+  }
+  EXPECT_THROW(engine.wait_all(), std::runtime_error);
+  EXPECT_NO_THROW(engine.wait_all());
+  for (Var v : vars) EXPECT_NO_THROW(engine.wait_to_write(v));
+  // Everything reported, the engine runs normally again.
+  const int before = ran.load();
+  for (int i = 0; i < 1000; ++i) engine.push([&](RunContext&) { ran.fetch_add(1); }, {}, {vars[i % kVars]});
+  engine.wait_all();
+  EXPECT_EQ(ran.load(), before + 1000);
+}
+
+}  // namespace
+}  // namespace depengine

@@ -1,0 +1,339 @@
+// The contract of DESIGN.md, checked on both engines.
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <depengine/engine.h>
+
+namespace depengine {
+namespace {
+
+class Semantics : public ::testing::TestWithParam<EngineKind> {
+ protected:
+  EngineOptions options(int threads = 2) const {
+    return {.kind = GetParam(), .cpu_threads = threads, .read_environment = false};
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(Engines, Semantics, ::testing::Values(EngineKind::Threaded, EngineKind::Naive),
+                         [](const auto& info) { return info.param == EngineKind::Naive ? "Naive" : "Threaded"; });
+
+TEST_P(Semantics, ReadmeExampleComputes) {
+  Engine engine(options());
+  int a = 0, b = 0;
+  Var va = engine.new_var("a"), vb = engine.new_var("b");
+  engine.push([&](RunContext&) { a = 20; }, {}, {va});
+  engine.push([&](RunContext&) { b = a + 22; }, {va}, {vb});
+  engine.wait_to_read(vb);
+  EXPECT_EQ(b, 42);
+}
+
+TEST_P(Semantics, WritesToOneVariableTakeEffectInPushOrder) {
+  Engine engine(options(4));
+  Var v = engine.new_var();
+  std::vector<int> order;
+  for (int i = 0; i < 2000; ++i) engine.push([&order, i](RunContext&) { order.push_back(i); }, {}, {v});
+  engine.wait_to_read(v);
+  ASSERT_EQ(order.size(), 2000u);
+  for (int i = 0; i < 2000; ++i) ASSERT_EQ(order[i], i);
+}
+
+TEST_P(Semantics, ReadsSeeTheLatestEarlierWriteAndNoLaterOne) {
+  Engine engine(options(4));
+  Var v = engine.new_var();
+  int value = 0;
+  std::vector<int> seen(300, -1);
+  for (int round = 0; round < 100; ++round) {
+    engine.push([&value, round](RunContext&) { value = round; }, {}, {v});
+    for (int r = 0; r < 3; ++r) {
+      engine.push([&, round, r](RunContext&) { seen[round * 3 + r] = value; }, {v}, {});
+    }
+  }
+  engine.wait_all();
+  for (int i = 0; i < 300; ++i) EXPECT_EQ(seen[i], i / 3) << i;
+}
+
+TEST_P(Semantics, WaitToWriteAlsoWaitsForReads) {
+  Engine engine(options());
+  Var v = engine.new_var();
+  std::atomic<int> reads_done{0};
+  for (int i = 0; i < 8; ++i) {
+    engine.push([&](RunContext&) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      reads_done.fetch_add(1);
+    }, {v}, {});
+  }
+  engine.wait_to_write(v);
+  EXPECT_EQ(reads_done.load(), 8);
+}
+
+TEST_P(Semantics, WaitToReadDoesNotWaitForUnrelatedWork) {
+  if (GetParam() == EngineKind::Naive) GTEST_SKIP() << "the naive engine runs everything at push";
+  Engine engine(options());
+  Var slow = engine.new_var(), fast = engine.new_var();
+  std::atomic<bool> release{false};
+  engine.push([&](RunContext&) { while (!release.load()) std::this_thread::sleep_for(std::chrono::microseconds(100)); },
+              {}, {slow});
+  int value = 0;
+  engine.push([&](RunContext&) { value = 7; }, {}, {fast});
+  engine.wait_to_read(fast);  // returns although `slow` is still running
+  EXPECT_EQ(value, 7);
+  release.store(true);
+  engine.wait_all();
+}
+
+TEST_P(Semantics, WaitAllWaitsForEverything) {
+  Engine engine(options(4));
+  std::vector<Var> vars;
+  for (int i = 0; i < 16; ++i) vars.push_back(engine.new_var());
+  std::atomic<int> count{0};
+  for (int i = 0; i < 5000; ++i) {
+    engine.push([&](RunContext&) { count.fetch_add(1, std::memory_order_relaxed); }, {vars[(i + 1) % 16]},
+                {vars[i % 16]});
+  }
+  engine.wait_all();
+  EXPECT_EQ(count.load(), 5000);
+}
+
+TEST_P(Semantics, ConcurrentReadersMayOverlap) {
+  if (GetParam() == EngineKind::Naive) GTEST_SKIP() << "the naive engine runs one op at a time";
+  Engine engine(options(2));
+  Var v = engine.new_var();
+  // Two readers that each wait for the other: they finish only if the engine
+  // runs them at the same time. A bounded wait keeps a failure from hanging.
+  std::atomic<int> arrived{0};
+  std::atomic<bool> met{true};
+  for (int i = 0; i < 2; ++i) {
+    engine.push([&](RunContext&) {
+      arrived.fetch_add(1);
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (arrived.load() < 2) {
+        if (std::chrono::steady_clock::now() > deadline) { met = false; return; }
+        std::this_thread::yield();
+      }
+    }, {v}, {});
+  }
+  engine.wait_all();
+  EXPECT_TRUE(met.load());
+}
+
+TEST_P(Semantics, PushesFromManyThreadsAreAllRun) {
+  Engine engine(options(2));
+  constexpr int kThreads = 4, kOps = 5000;
+  std::vector<Var> vars;
+  std::vector<long> counters(kThreads, 0);
+  for (int t = 0; t < kThreads; ++t) vars.push_back(engine.new_var());
+  Var shared = engine.new_var();
+  long shared_count = 0;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kOps; ++i) {
+        engine.push([&counters, t](RunContext&) { ++counters[t]; }, {}, {vars[t]});
+        if (i % 10 == 0) engine.push([&](RunContext&) { ++shared_count; }, {}, {shared});
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  engine.wait_all();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(counters[t], kOps);
+  EXPECT_EQ(shared_count, kThreads * kOps / 10);
+}
+
+TEST_P(Semantics, OrderBetweenThreadsIsTheOrderPushesReturned) {
+  Engine engine(options(2));
+  Var v = engine.new_var();
+  std::vector<int> order;
+  std::mutex turn;
+  int next = 0;
+  std::vector<std::thread> threads;
+  // Threads take turns (a push returns before the next thread pushes), so
+  // the engine must apply the writes in exactly that order.
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 300; ++i) {
+        std::lock_guard lock(turn);
+        const int ticket = next++;
+        engine.push([&order, ticket](RunContext&) { order.push_back(ticket); }, {}, {v});
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  engine.wait_to_read(v);
+  ASSERT_EQ(order.size(), 900u);
+  for (int i = 0; i < 900; ++i) ASSERT_EQ(order[i], i);
+}
+
+TEST_P(Semantics, OperationsMayPushFromInside) {
+  Engine engine(options());
+  Var v = engine.new_var();
+  std::vector<int> order;
+  engine.push([&](RunContext&) {
+    order.push_back(1);
+    engine.push([&](RunContext&) { order.push_back(2); }, {}, {v});
+  }, {}, {v});
+  engine.wait_all();
+  engine.wait_to_read(v);
+  EXPECT_EQ(order, (std::vector<int>{1, 2}));
+}
+
+TEST_P(Semantics, BlockingCallsFromInsideAnOperationThrow) {
+  Engine engine(options());
+  Var v = engine.new_var(), w = engine.new_var();
+  std::atomic<int> threw{0};
+  engine.push([&](RunContext&) {
+    try { engine.wait_to_read(w); } catch (const std::logic_error&) { threw.fetch_add(1); }
+    try { engine.wait_to_write(w); } catch (const std::logic_error&) { threw.fetch_add(1); }
+    try { engine.wait_all(); } catch (const std::logic_error&) { threw.fetch_add(1); }
+  }, {}, {v});
+  engine.wait_all();
+  EXPECT_EQ(threw.load(), 3);
+}
+
+TEST_P(Semantics, DestructorWaitsForPushedWork) {
+  std::atomic<int> count{0};
+  {
+    Engine engine(options());
+    Var v = engine.new_var();
+    for (int i = 0; i < 100; ++i) {
+      engine.push([&](RunContext&) {
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+        count.fetch_add(1);
+      }, {}, {v});
+    }
+  }
+  EXPECT_EQ(count.load(), 100);
+}
+
+TEST_P(Semantics, DeleteReleasesAfterEarlierOperations) {
+  Engine engine(options());
+  Var v = engine.new_var();
+  std::vector<int> events;
+  std::mutex m;
+  auto log = [&](int e) { std::lock_guard lock(m); events.push_back(e); };
+  engine.push([&](RunContext&) { std::this_thread::sleep_for(std::chrono::milliseconds(5)); log(1); }, {}, {v});
+  engine.push([&](RunContext&) { std::this_thread::sleep_for(std::chrono::milliseconds(5)); log(2); }, {v}, {});
+  engine.delete_var(v, [&] { log(3); });
+  engine.wait_all();
+  EXPECT_EQ(events, (std::vector<int>{1, 2, 3}));
+}
+
+TEST_P(Semantics, DeletedSlotsAreRecycledAndStaleHandlesRejected) {
+  Engine engine(options());
+  Var old = engine.new_var("old");
+  engine.delete_var(old);
+  engine.wait_all();
+  Var fresh = engine.new_var("fresh");
+  EXPECT_EQ(fresh.slot(), old.slot());  // the slot came back...
+  EXPECT_NE(fresh, old);                // ...under a new generation
+  EXPECT_THROW(engine.push([](RunContext&) {}, {old}, {}), std::invalid_argument);
+  EXPECT_NO_THROW(engine.push([](RunContext&) {}, {fresh}, {}));
+  EXPECT_EQ(engine.var_name(fresh), "fresh");
+  engine.wait_all();
+}
+
+TEST_P(Semantics, HigherPriorityRunsFirstAmongReadyOps) {
+  if (GetParam() == EngineKind::Naive) GTEST_SKIP() << "the naive engine has no ready queue";
+  Engine engine(options(1));
+  Var gate = engine.new_var();
+  std::atomic<bool> open{false};
+  std::vector<int> order;
+  std::mutex m;
+  // Occupy the only worker so that the next ops queue up, then release.
+  engine.push([&](RunContext&) { while (!open.load()) std::this_thread::sleep_for(std::chrono::microseconds(50)); },
+              {}, {gate});
+  std::vector<Var> vars;
+  for (int i = 0; i < 4; ++i) vars.push_back(engine.new_var());
+  const int priorities[4] = {0, 5, -3, 9};
+  for (int i = 0; i < 4; ++i) {
+    engine.push([&, i](RunContext&) { std::lock_guard lock(m); order.push_back(priorities[i]); }, {}, {vars[i]},
+                {.priority = priorities[i]});
+  }
+  open.store(true);
+  engine.wait_all();
+  EXPECT_EQ(order, (std::vector<int>{9, 5, 0, -3}));
+}
+
+TEST_P(Semantics, RunContextNamesTheDeviceAndOperation) {
+  Engine engine(options());
+  Var v = engine.new_var();
+  std::string name;
+  Device device = Device::custom(3);
+  engine.push([&](RunContext& ctx) { name = ctx.name; device = ctx.device; }, {}, {v}, {.name = "named op"});
+  engine.wait_to_read(v);
+  EXPECT_EQ(name, "named op");
+  EXPECT_EQ(device, Device::cpu());
+}
+
+TEST_P(Semantics, AsyncOperationsCompleteFromAnotherThread) {
+  Engine engine(options());
+  Var v = engine.new_var();
+  int value = 0;
+  std::thread io;
+  engine.push_async([&](RunContext&, Completion done) {
+    io = std::thread([&value, done = std::move(done)]() mutable {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      value = 11;
+      done();
+    });
+  }, {}, {v});
+  int seen = -1;
+  engine.push([&](RunContext&) { seen = value; }, {v}, {});
+  engine.wait_all();
+  io.join();
+  EXPECT_EQ(seen, 11);
+}
+
+TEST_P(Semantics, EmptyVarListsAreAllowed) {
+  Engine engine(options());
+  std::atomic<int> ran{0};
+  engine.push([&](RunContext&) { ran.fetch_add(1); }, {}, {});
+  std::vector<Var> none;
+  engine.push([&](RunContext&) { ran.fetch_add(1); }, none, none);
+  engine.wait_all();
+  EXPECT_EQ(ran.load(), 2);
+}
+
+TEST(EngineOptions, EnvironmentOverridesKindAndThreads) {
+  setenv("DEPENGINE_ENGINE", "naive", 1);
+  {
+    Engine engine;
+    EXPECT_EQ(engine.kind(), EngineKind::Naive);
+  }
+  setenv("DEPENGINE_ENGINE", "threaded", 1);
+  setenv("DEPENGINE_CPU_THREADS", "3", 1);
+  {
+    Engine engine({.kind = EngineKind::Naive});
+    EXPECT_EQ(engine.kind(), EngineKind::Threaded);
+    EXPECT_EQ(engine.cpu_threads(), 3);
+  }
+  {
+    Engine engine({.kind = EngineKind::Naive, .read_environment = false});
+    EXPECT_EQ(engine.kind(), EngineKind::Naive);
+  }
+  setenv("DEPENGINE_ENGINE", "fast", 1);
+  EXPECT_THROW(Engine{}, std::invalid_argument);
+  setenv("DEPENGINE_ENGINE", "threaded", 1);
+  setenv("DEPENGINE_CPU_THREADS", "two", 1);
+  EXPECT_THROW(Engine{}, std::invalid_argument);
+  unsetenv("DEPENGINE_ENGINE");
+  unsetenv("DEPENGINE_CPU_THREADS");
+}
+
+TEST(EngineOptions, BadOptionsAreRejected) {
+  EXPECT_THROW(Engine({.max_ops_in_flight = 0, .read_environment = false}), std::invalid_argument);
+  EXPECT_THROW(Engine({.cpu_threads = -1, .read_environment = false}), std::invalid_argument);
+}
+
+TEST(EngineOptions, ZeroThreadsMeansEveryCore) {
+  Engine engine({.cpu_threads = 0, .read_environment = false});
+  EXPECT_EQ(engine.cpu_threads(), static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+}
+
+}  // namespace
+}  // namespace depengine
