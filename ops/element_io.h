@@ -3,6 +3,7 @@
 // Narrow types are reached through float, as the CUDA conversions do, so
 // both round alike.
 
+#include <bit>
 #include <cstdint>
 
 #include "depengine/dtype.h"
@@ -37,9 +38,14 @@ inline void store_from_double(DType t, void* p, std::int64_t i, double v) {
 
 /// The bits of `value` stored as one element of `t`, in the low bytes.
 inline std::uint64_t element_bits(DType t, double value) {
-  std::uint64_t bits = 0;
-  store_from_double(t, &bits, 0, value);  // little-endian: the element sits in the low bytes
-  return bits;
+  switch (t) {
+    case DType::float32: return std::bit_cast<std::uint32_t>(static_cast<float>(value));
+    case DType::float64: return std::bit_cast<std::uint64_t>(value);
+    case DType::float16: return float_to_half(static_cast<float>(value));
+    case DType::bfloat16: return float_to_bfloat16(static_cast<float>(value));
+    case DType::int32: return std::bit_cast<std::uint32_t>(static_cast<std::int32_t>(value));
+  }
+  return 0;
 }
 
 }  // namespace depengine::ops::detail

@@ -243,7 +243,19 @@ template <class T>
 std::vector<T> Tensor::to_host() const {
   if (!defined()) throw std::invalid_argument("Tensor::to_host: null tensor");
   const Tensor host = device().is_cpu() ? *this : copy_to(Device::cpu());
-  engine().wait_to_read(host.var());
+  try {
+    engine().wait_to_read(host.var());
+  } catch (...) {
+    // The copy failed because this tensor did: report the error on this
+    // tensor too, so that it is not raised again by its next blocker.
+    if (host.var() != var()) {
+      try {
+        engine().wait_to_read(var());
+      } catch (...) {
+      }
+    }
+    throw;
+  }
   std::vector<T> out(static_cast<std::size_t>(numel()));
   ops::detail::cpu_backend().convert(dtype_, host.data(), dtype_of<T>(), out.data(), numel(), nullptr);
   return out;
