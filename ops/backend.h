@@ -11,10 +11,9 @@
 
 #include "depengine/device.h"
 #include "depengine/dtype.h"
+#include "ops/binary_op.h"
 
 namespace depengine::ops::detail {
-
-enum class BinaryOp : std::uint8_t { add, sub, mul };
 
 /// c = alpha op(a) op(b) + beta c, row-major, c is m x n, the inner size k.
 struct GemmArgs {

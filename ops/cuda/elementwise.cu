@@ -84,13 +84,14 @@ __global__ void relu_grad_kernel(const T* x, const T* dy, T* dx, std::int64_t n)
   GRID_STRIDE(i, n) dx[i] = x[i] > T(0) ? dy[i] : T(0);
 }
 
-// Calls f with a typed null pointer for float32 or float64.
+// Calls f with a value of the element type, float or double (nvcc builds
+// this file as C++17: no template lambdas).
 template <class F>
 void with_float_type(DType t, F&& f) {
   if (t == DType::float64) {
-    f(static_cast<double*>(nullptr));
+    f(0.0);
   } else {
-    f(static_cast<float*>(nullptr));
+    f(0.0f);
   }
 }
 
@@ -120,7 +121,8 @@ void launch_convert(DType from, const void* in, DType to, void* out, std::int64_
 void launch_binary(BinaryOp op, DType t, const void* a, const void* b, std::int64_t nb, void* out,
                    std::int64_t n, cudaStream_t s) {
   if (n == 0) return;
-  with_float_type(t, [&]<class T>(T*) {
+  with_float_type(t, [&](auto tag) {
+    using T = decltype(tag);
     binary_kernel<<<blocks_for(n), kThreads, 0, s>>>(op, static_cast<const T*>(a), static_cast<const T*>(b), nb,
                                                     static_cast<T*>(out), n);
   });
@@ -129,7 +131,8 @@ void launch_binary(BinaryOp op, DType t, const void* a, const void* b, std::int6
 
 void launch_axpby(DType t, double alpha, const void* x, double beta, void* y, std::int64_t n, cudaStream_t s) {
   if (n == 0) return;
-  with_float_type(t, [&]<class T>(T*) {
+  with_float_type(t, [&](auto tag) {
+    using T = decltype(tag);
     axpby_kernel<<<blocks_for(n), kThreads, 0, s>>>(static_cast<T>(alpha), static_cast<const T*>(x),
                                                    static_cast<T>(beta), static_cast<T*>(y), n);
   });
@@ -138,7 +141,8 @@ void launch_axpby(DType t, double alpha, const void* x, double beta, void* y, st
 
 void launch_scale(DType t, double alpha, const void* x, void* out, std::int64_t n, cudaStream_t s) {
   if (n == 0) return;
-  with_float_type(t, [&]<class T>(T*) {
+  with_float_type(t, [&](auto tag) {
+    using T = decltype(tag);
     scale_kernel<<<blocks_for(n), kThreads, 0, s>>>(static_cast<T>(alpha), static_cast<const T*>(x),
                                                    static_cast<T*>(out), n);
   });
@@ -147,7 +151,8 @@ void launch_scale(DType t, double alpha, const void* x, void* out, std::int64_t 
 
 void launch_relu(DType t, const void* x, void* out, std::int64_t n, cudaStream_t s) {
   if (n == 0) return;
-  with_float_type(t, [&]<class T>(T*) {
+  with_float_type(t, [&](auto tag) {
+    using T = decltype(tag);
     relu_kernel<<<blocks_for(n), kThreads, 0, s>>>(static_cast<const T*>(x), static_cast<T*>(out), n);
   });
   check_launch("relu");
@@ -155,7 +160,8 @@ void launch_relu(DType t, const void* x, void* out, std::int64_t n, cudaStream_t
 
 void launch_relu_grad(DType t, const void* x, const void* dy, void* dx, std::int64_t n, cudaStream_t s) {
   if (n == 0) return;
-  with_float_type(t, [&]<class T>(T*) {
+  with_float_type(t, [&](auto tag) {
+    using T = decltype(tag);
     relu_grad_kernel<<<blocks_for(n), kThreads, 0, s>>>(static_cast<const T*>(x), static_cast<const T*>(dy),
                                                        static_cast<T*>(dx), n);
   });

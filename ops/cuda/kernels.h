@@ -1,7 +1,8 @@
 #pragma once
 // Launchers of the tensor layer's CUDA kernels. Each enqueues on `stream` and
 // returns at once; a launch error throws std::runtime_error. Element types
-// follow the Backend interface (ops/backend.h).
+// follow the Backend interface (ops/backend.h). Built as C++17 by nvcc, so
+// only C++17 headers here.
 
 #include <cuda_runtime_api.h>
 
@@ -9,7 +10,7 @@
 #include <cstdint>
 
 #include "depengine/dtype.h"
-#include "ops/backend.h"
+#include "ops/binary_op.h"
 
 namespace depengine::ops::detail::cuda {
 

@@ -37,10 +37,10 @@ void launch_reduce_sum(DType t, const void* x, std::int64_t outer, std::int64_t 
   const std::int64_t outputs = outer * inner;
   if (outputs == 0) return;
   if (t == DType::float64) {
-    reduce_sum_kernel<<<outputs, kThreads, 0, s>>>(static_cast<const double*>(x), len, inner, scale,
+    reduce_sum_kernel<<<static_cast<unsigned>(outputs), kThreads, 0, s>>>(static_cast<const double*>(x), len, inner, scale,
                                                    static_cast<double*>(out));
   } else {
-    reduce_sum_kernel<<<outputs, kThreads, 0, s>>>(static_cast<const float*>(x), len, inner, scale,
+    reduce_sum_kernel<<<static_cast<unsigned>(outputs), kThreads, 0, s>>>(static_cast<const float*>(x), len, inner, scale,
                                                    static_cast<float*>(out));
   }
   check_launch("reduce_sum");
