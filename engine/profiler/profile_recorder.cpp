@@ -123,7 +123,8 @@ void ProfileRecorder::on_start(const OpBlock& op, const RunContext& ctx) {
   raw->start_ns = now;
   raw->run_thread = thread;
   raw->stream_index = ctx.stream_index;
-  threads_[thread].ran_ops = true;
+  // A stream's thread gets no track of its own: its ops go on the stream's.
+  if (op.device.is_cpu() || ctx.stream_index < 0) threads_[thread].ran_ops = true;
 }
 
 void ProfileRecorder::on_end(const OpBlock& op, const RunContext&) {
