@@ -2,20 +2,29 @@
 
 #include <algorithm>
 #include <map>
-#include <tuple>
 
 namespace depbench {
 namespace {
 
-using Key = std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>;
-Key key(depengine::Var v) { return {v.engine_id(), v.slot(), v.generation()}; }
+std::vector<std::string> keys(depengine::VarList vars) {
+  std::vector<std::string> out;
+  for (depengine::Var v : vars) {
+    out.push_back(std::to_string(v.engine_id()) + ":" + std::to_string(v.slot()) + ":" +
+                  std::to_string(v.generation()));
+  }
+  return out;
+}
 
 }  // namespace
 
 double* OpTimes::add(depengine::VarList reads, depengine::VarList writes, std::string resource) {
+  return add(keys(reads), keys(writes), std::move(resource));
+}
+
+double* OpTimes::add(std::vector<std::string> reads, std::vector<std::string> writes, std::string resource) {
   Op& op = ops_.emplace_back();
-  op.reads.assign(reads.begin(), reads.end());
-  op.writes.assign(writes.begin(), writes.end());
+  op.reads = std::move(reads);
+  op.writes = std::move(writes);
   op.resource = std::move(resource);
   return &op.seconds;
 }
@@ -30,18 +39,18 @@ double OpTimes::critical_path() const {
   // Earliest finish with unlimited workers, under the engine's rule: an op
   // starts after the last write to what it reads or writes, and a write
   // also after the reads since that write.
-  std::map<Key, double> written_at;  // finish of the last write
-  std::map<Key, double> read_until;  // latest finish of the reads since
+  std::map<std::string, double> written_at;  // finish of the last write
+  std::map<std::string, double> read_until;  // latest finish of the reads since
   double longest = 0;
   for (const Op& op : ops_) {
     double start = 0;
-    for (depengine::Var v : op.reads) start = std::max(start, written_at[key(v)]);
-    for (depengine::Var v : op.writes) start = std::max({start, written_at[key(v)], read_until[key(v)]});
+    for (const std::string& v : op.reads) start = std::max(start, written_at[v]);
+    for (const std::string& v : op.writes) start = std::max({start, written_at[v], read_until[v]});
     const double finish = start + op.seconds;
-    for (depengine::Var v : op.reads) read_until[key(v)] = std::max(read_until[key(v)], finish);
-    for (depengine::Var v : op.writes) {
-      written_at[key(v)] = finish;
-      read_until[key(v)] = finish;
+    for (const std::string& v : op.reads) read_until[v] = std::max(read_until[v], finish);
+    for (const std::string& v : op.writes) {
+      written_at[v] = finish;
+      read_until[v] = finish;
     }
     longest = std::max(longest, finish);
   }

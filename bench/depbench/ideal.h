@@ -23,6 +23,8 @@ class OpTimes {
   /// Registers an op (in push order) with the variables it reads and
   /// writes; the returned slot receives its measured duration.
   double* add(depengine::VarList reads, depengine::VarList writes, std::string resource = "cpu");
+  /// The same with variables named (as the profiler names them).
+  double* add(std::vector<std::string> reads, std::vector<std::string> writes, std::string resource = "cpu");
 
   double work() const;
   double critical_path() const;
@@ -32,7 +34,7 @@ class OpTimes {
 
  private:
   struct Op {
-    std::vector<depengine::Var> reads, writes;
+    std::vector<std::string> reads, writes;
     std::string resource;
     double seconds = 0;
   };
