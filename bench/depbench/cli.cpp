@@ -30,8 +30,10 @@ std::variant<Options, int> parse_command_line(int argc, char** argv, std::ostrea
   app.add_option("--repeat", o.config.repeat, "Runs per mode; times are medians")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
-  app.add_option("--device", o.config.device, "Where device work runs: cpu (CPU workers)")
-      ->check(CLI::IsMember({"cpu"}))
+  app.add_option("--device", o.config.device,
+                 "Where device work runs: cpu (the CPU workers) or emulated (emulated devices: streams on host "
+                 "threads)")
+      ->check(CLI::IsMember({"cpu", "emulated"}))
       ->capture_default_str();
   app.add_option("--json", o.json_path, "Write one JSON record per scenario and mode to FILE")->option_text("FILE");
   app.add_option("--report", o.report_path,

@@ -1,13 +1,16 @@
 #include "bench/depbench/run_engine.h"
 
+#include <depengine/emulated_device.h>
+
 namespace depbench {
 
-RunEngine::RunEngine(depengine::EngineKind kind, Trace* trace) : trace_(trace) {
+RunEngine::RunEngine(depengine::EngineKind kind, Trace* trace, int emulated_devices) : trace_(trace) {
   depengine::EngineOptions options;
   options.kind = kind;
   // The mode decides the kind: DEPENGINE_ENGINE must not turn async runs sync.
   options.read_environment = false;
   engine_ = std::make_unique<depengine::Engine>(options);
+  for (int i = 0; i < emulated_devices; ++i) depengine::add_emulated_device(*engine_, i);
   if (trace_ != nullptr) {
     profiler_ = std::make_unique<depengine::Profiler>(*engine_);
     profiler_->start();

@@ -24,8 +24,9 @@ struct Trace {
 
 class RunEngine {
  public:
-  /// `trace` (may be null) receives the recording when the run ends.
-  RunEngine(depengine::EngineKind kind, Trace* trace);
+  /// `trace` (may be null) receives the recording when the run ends. With
+  /// `emulated_devices`, the engine gets emulated:0, emulated:1, ...
+  RunEngine(depengine::EngineKind kind, Trace* trace, int emulated_devices = 0);
   /// Waits for the work, and hands the recording over.
   ~RunEngine();
   RunEngine(const RunEngine&) = delete;

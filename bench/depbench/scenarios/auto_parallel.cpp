@@ -1,5 +1,6 @@
-// auto_parallel: two independent chains of matrix products, as on two
-// devices (d2l's "automatic parallelism"). Sync runs one chain after the
+// auto_parallel: two independent chains of matrix products, on two devices
+// (d2l's "automatic parallelism"): with --device emulated, emulated:0 and
+// emulated:1; on the CPU, the engine's CPU workers. Sync runs one chain after the
 // other; async lets the engine run them at the same time, with nothing in
 // the program saying so but the variables they touch.
 
@@ -31,13 +32,15 @@ class AutoParallel final : public Scenario {
     OpTimes times;
     Outcome out;
     {
-      RunEngine engine(engine_kind(mode), trace);
+      RunEngine engine(engine_kind(mode), trace, emulated_devices(config, 2));
       for (int c = 0; c < 2; ++c) chains[c].var = engine->new_var(c == 0 ? "chain A" : "chain B");
       Stopwatch watch;
       // Pushed interleaved, as a program would write it: A, B, A, B, ...
       for (int s = 0; s < steps; ++s) {
-        for (Chain& chain : chains) {
-          double* slot = mode == Mode::sync ? times.add({}, {chain.var}) : nullptr;
+        for (int c = 0; c < 2; ++c) {
+          Chain& chain = chains[c];
+          const depengine::Device device = work_device(config, c);
+          double* slot = mode == Mode::sync ? times.add({}, {chain.var}, resource_of(device, {})) : nullptr;
           engine->push([&chain, n, slot](depengine::RunContext&) {
                          timed(slot, [&] {
                            // x <- x * x / n keeps the values bounded.
@@ -45,7 +48,7 @@ class AutoParallel final : public Scenario {
                            chain.x.swap(chain.y);
                          });
                        },
-                       {}, {chain.var}, {.name = "matmul"});
+                       {}, {chain.var}, {.name = "matmul", .device = device});
         }
       }
       engine->wait_all();

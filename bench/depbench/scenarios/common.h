@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <string>
 #include <thread>
 
 #include <depengine/engine.h>
@@ -11,6 +12,22 @@
 #include "bench/depbench/scenario.h"
 
 namespace depbench {
+
+/// Where the device work of a scenario goes: device `index` of --device
+/// (emulated:index), or the CPU.
+inline depengine::Device work_device(const Config& config, int index) {
+  return config.device == "emulated" ? depengine::Device::emulated(index) : depengine::Device::cpu();
+}
+
+/// Emulated devices a run's engine needs for --device.
+inline int emulated_devices(const Config& config, int count) { return config.device == "emulated" ? count : 0; }
+
+/// What OpTimes calls the stream (or the CPU) an op placed on `device` with
+/// `property` runs on.
+inline std::string resource_of(depengine::Device device, depengine::OpProperty property) {
+  if (device.is_cpu()) return "cpu";
+  return device.to_string() + (property == depengine::OpProperty::CopyFromDevice ? " copy D2H" : " compute");
+}
 
 inline depengine::EngineKind engine_kind(Mode mode) {
   return mode == Mode::sync ? depengine::EngineKind::Naive : depengine::EngineKind::Threaded;

@@ -1,6 +1,7 @@
 // data_loading: an input pipeline. Each batch is loaded (decoded from a
 // seed) and augmented on the CPU, then a training-like step consumes it.
-// Two batch buffers: the engine loads batch k+1 while step k computes, and
+// The step runs on the device (emulated:0 with --device emulated, else the
+// CPU). Two batch buffers: the engine loads batch k+1 while step k computes, and
 // holds the load of batch k+2 until step k has read its buffer. Sync loads,
 // then computes, then loads...
 
@@ -51,7 +52,8 @@ class DataLoading final : public Scenario {
     OpTimes times;
     Outcome out;
     {
-      RunEngine engine(engine_kind(mode), trace);
+      RunEngine engine(engine_kind(mode), trace, emulated_devices(config, 1));
+      const depengine::Device device = work_device(config, 0);
       depengine::Var slot_var[2] = {engine->new_var("batch buffer 0"), engine->new_var("batch buffer 1")};
       depengine::Var weights_var = engine->new_var("weights");
       Stopwatch watch;
@@ -63,7 +65,8 @@ class DataLoading final : public Scenario {
                        timed(load_slot, [&] { load_batch(batch, rows, 1000 + b); });
                      },
                      {}, {batch_var}, {.name = "load+augment"});
-        double* step_slot = mode == Mode::sync ? times.add({batch_var}, {weights_var}) : nullptr;
+        double* step_slot =
+            mode == Mode::sync ? times.add({batch_var}, {weights_var}, resource_of(device, {})) : nullptr;
         engine->push([&batch, &weights, &hidden, rows, step_slot](depengine::RunContext&) {
                        timed(step_slot, [&] {
                          // h = relu(x W); W -= lr/rows * x^T h: a Hebbian-like update
@@ -74,7 +77,7 @@ class DataLoading final : public Scenario {
                               -1e-3f / static_cast<float>(rows), 1.0f, /*transpose_a=*/true);
                        });
                      },
-                     {batch_var}, {weights_var}, {.name = "train step"});
+                     {batch_var}, {weights_var}, {.name = "train step", .device = device});
       }
       engine->wait_all();
       out.seconds = watch.seconds();

@@ -1,5 +1,7 @@
 // overlap_copy_compute: a device computes batch after batch while the
-// result of the previous batch is copied back to the host (d2l: "computation
+// result of the previous batch is copied back to the host (with --device
+// emulated, on emulated:0's compute stream and its D2H copy stream; on the
+// CPU, by the CPU workers) (d2l: "computation
 // and communication in parallel"). Results go to two device buffers in
 // turn, so the engine may run copy k next to compute k+1 — and must hold
 // compute k+2 until copy k has read its buffer. Sync runs copy and compute
@@ -34,18 +36,20 @@ class OverlapCopyCompute final : public Scenario {
     Floats on_device[2] = {Floats(result_size), Floats(result_size)};
     Floats on_host(result_size * batches);
 
-    const depengine::Device device = depengine::Device::cpu();
+    const depengine::Device device = work_device(config, 0);
+    const std::string compute_on = resource_of(device, depengine::OpProperty::Normal);
+    const std::string copy_on = resource_of(device, depengine::OpProperty::CopyFromDevice);
     OpTimes times;
     Outcome out;
     {
-      RunEngine engine(engine_kind(mode), trace);
+      RunEngine engine(engine_kind(mode), trace, emulated_devices(config, 1));
       depengine::Var buffer[2] = {engine->new_var("device buffer 0"), engine->new_var("device buffer 1")};
       depengine::Var host = engine->new_var("host results");
       Stopwatch watch;
       for (int b = 0; b < batches; ++b) {
         Floats& result = on_device[b % 2];
         const float* input = inputs[b].data();
-        double* compute_slot = mode == Mode::sync ? times.add({}, {buffer[b % 2]}) : nullptr;
+        double* compute_slot = mode == Mode::sync ? times.add({}, {buffer[b % 2]}, compute_on) : nullptr;
         engine->push([&result, &weights, input, side, compute_slot](depengine::RunContext&) {
                        timed(compute_slot, [&] {
                          gemm(input, weights.data(), result.data(), side, side, inner);
@@ -54,7 +58,7 @@ class OverlapCopyCompute final : public Scenario {
                      },
                      {}, {buffer[b % 2]}, {.name = "compute", .device = device});
         float* destination = on_host.data() + result_size * b;
-        double* copy_slot = mode == Mode::sync ? times.add({buffer[b % 2]}, {host}) : nullptr;
+        double* copy_slot = mode == Mode::sync ? times.add({buffer[b % 2]}, {host}, copy_on) : nullptr;
         engine->push([&result, destination, copy_slot](depengine::RunContext&) {
                        timed(copy_slot, [&] { copy(result, {destination, result.size()}); });
                      },
