@@ -81,6 +81,13 @@ TEST(DepbenchCli, BadArgumentsFailWithAReason) {
   }
 }
 
+TEST(DepbenchCli, RunsOnEmulatedDevices) {
+  const Command r = depbench("--scenario auto_parallel,overlap_copy_compute --device emulated --size 0.02 --repeat 1");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("device emulated"), std::string::npos);
+  EXPECT_EQ(r.out.find("DIFFER"), std::string::npos);
+}
+
 TEST(DepbenchCli, UnwritableOutputFails) {
   const Command r = depbench("--scenario auto_parallel --size 0.02 --repeat 1 --json /nonexistent-dir/x.json");
   EXPECT_NE(r.exit_code, 0);

@@ -52,6 +52,30 @@ INSTANTIATE_TEST_SUITE_P(All, Scenarios,
                          ::testing::Values("roofline", "frontend_backend", "auto_parallel", "overlap_copy_compute",
                                            "data_loading", "training_step"));
 
+// The scenarios with device work, on emulated devices: same results, and the
+// traced run's device ops sit on the devices' stream tracks.
+TEST(Scenarios, DeviceScenariosOnEmulatedDevices) {
+  init_kernels();
+  Config config = tiny();
+  config.device = "emulated";
+  for (const auto& scenario : all_scenarios()) {
+    const std::string name = scenario->name();
+    if (name != "auto_parallel" && name != "overlap_copy_compute" && name != "data_loading") continue;
+    const depengine::TraceOptions trace{.label = name};
+    const ScenarioResult r = run_scenario(*scenario, config, &trace);
+    EXPECT_TRUE(r.results_equal) << name;
+    ASSERT_TRUE(r.trace.has_value());
+    bool on_stream = false;
+    for (const auto& op : r.trace->ops) on_stream = on_stream || op.track.rfind("emulated:", 0) == 0;
+    EXPECT_TRUE(on_stream) << name;
+    if (name == "overlap_copy_compute") {
+      for (const auto& op : r.trace->ops) {
+        if (op.name == "copy to host") EXPECT_NE(op.track.find("copy D2H stream"), std::string::npos);
+      }
+    }
+  }
+}
+
 TEST(Scenarios, RooflineClassifiesEveryProbe) {
   init_kernels();
   for (const auto& scenario : all_scenarios()) {
