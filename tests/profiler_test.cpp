@@ -154,6 +154,22 @@ TEST(Profiler, FanOutArrowsComeFromTheWriter) {
   }
 }
 
+TEST(Profiler, VariablesOfOneNameHaveDistinctIds) {
+  Engine engine(threaded());
+  Profiler profiler(engine);
+  profiler.start();
+  Var a = engine.new_var("tensor"), b = engine.new_var("tensor");
+  engine.push([](RunContext&) {}, {a}, {b}, {.name = "op"});
+  engine.wait_all();
+  profiler.stop();
+  const auto ops = profiler.ops();
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].reads, ops[0].writes);  // both "tensor"
+  ASSERT_EQ(ops[0].read_ids.size(), 1u);
+  ASSERT_EQ(ops[0].write_ids.size(), 1u);
+  EXPECT_NE(ops[0].read_ids[0], ops[0].write_ids[0]);
+}
+
 TEST(Profiler, KeyAveragesCountAndSort) {
   Engine engine(threaded());
   Profiler profiler(engine);

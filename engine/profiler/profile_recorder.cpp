@@ -21,6 +21,11 @@ std::string var_label(const VarState& var) {
   return var.name.empty() ? std::string("#").append(std::to_string(var.slot)) : var.name;
 }
 
+// Slot and generation: a reused slot has a new generation.
+std::uint64_t var_id(const VarState& var) {
+  return std::uint64_t{var.slot} << 32 | var.generation.load(std::memory_order_relaxed);
+}
+
 bool is_operation(const OpBlock& op) { return op.kind == OpKind::Sync || op.kind == OpKind::Async; }
 
 }  // namespace
@@ -83,7 +88,10 @@ RawOp& ProfileRecorder::new_op(const OpBlock& op) {
   raw.device = op.device;
   raw.property = op.property;
   raw.async = op.kind == OpKind::Async;
-  for (const Entry& e : op.entries) (e.write ? raw.writes : raw.reads).push_back(var_label(*e.var));
+  for (const Entry& e : op.entries) {
+    (e.write ? raw.writes : raw.reads).push_back(var_label(*e.var));
+    (e.write ? raw.write_ids : raw.read_ids).push_back(var_id(*e.var));
+  }
   live_[&op] = ops_.size() - 1;
   return raw;
 }

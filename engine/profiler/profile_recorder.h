@@ -28,6 +28,8 @@ struct RawOp {
   bool async = false;
   std::vector<std::string> reads;
   std::vector<std::string> writes;
+  std::vector<std::uint64_t> read_ids;
+  std::vector<std::uint64_t> write_ids;
   std::int64_t push_ns = -1;
   std::int64_t start_ns = -1;
   std::int64_t end_ns = -1;

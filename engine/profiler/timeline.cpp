@@ -117,6 +117,8 @@ Timeline make_timeline(const RawRecording& recording) {
     p.duration_us = static_cast<double>(end - begin) * kUsPerNs;
     p.reads = op->reads;
     p.writes = op->writes;
+    p.read_ids = op->read_ids;
+    p.write_ids = op->write_ids;
     p.async = op->async;
     p.released_by = executed.count(op->released_by) ? op->released_by : 0;
     t.op_track.push_back(track);

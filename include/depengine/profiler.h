@@ -64,6 +64,10 @@ struct ProfiledOp {
   double duration_us = 0;  ///< on a stream: from when the stream reached it to its completion
   std::vector<std::string> reads;   ///< variable names ("#slot" when unnamed)
   std::vector<std::string> writes;
+  /// The same variables as identities, unique within the engine's life even
+  /// where names repeat (every tensor is called "tensor") or slots are reused.
+  std::vector<std::uint64_t> read_ids;
+  std::vector<std::uint64_t> write_ids;
   bool async = false;         ///< pushed with push_async
   std::uint64_t released_by = 0;  ///< id of the op whose completion made it ready; 0 if none recorded
 };
