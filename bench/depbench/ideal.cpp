@@ -18,10 +18,20 @@ std::vector<std::string> keys(depengine::VarList vars) {
 }  // namespace
 
 double* OpTimes::add(depengine::VarList reads, depengine::VarList writes, std::string resource) {
-  return add(keys(reads), keys(writes), std::move(resource));
+  return add_keys(keys(reads), keys(writes), std::move(resource));
 }
 
-double* OpTimes::add(std::vector<std::string> reads, std::vector<std::string> writes, std::string resource) {
+double* OpTimes::add(const std::vector<std::uint64_t>& reads, const std::vector<std::uint64_t>& writes,
+                     std::string resource) {
+  auto as_keys = [](const std::vector<std::uint64_t>& ids) {
+    std::vector<std::string> out;
+    for (std::uint64_t id : ids) out.push_back(std::string("p").append(std::to_string(id)));
+    return out;
+  };
+  return add_keys(as_keys(reads), as_keys(writes), std::move(resource));
+}
+
+double* OpTimes::add_keys(std::vector<std::string> reads, std::vector<std::string> writes, std::string resource) {
   Op& op = ops_.emplace_back();
   op.reads = std::move(reads);
   op.writes = std::move(writes);

@@ -10,6 +10,7 @@
 // pipeline, (copy + compute) / max(copy, compute) plus the pipeline's ends.
 
 #include <chrono>
+#include <cstdint>
 #include <deque>
 #include <string>
 #include <vector>
@@ -23,8 +24,9 @@ class OpTimes {
   /// Registers an op (in push order) with the variables it reads and
   /// writes; the returned slot receives its measured duration.
   double* add(depengine::VarList reads, depengine::VarList writes, std::string resource = "cpu");
-  /// The same with variables named (as the profiler names them).
-  double* add(std::vector<std::string> reads, std::vector<std::string> writes, std::string resource = "cpu");
+  /// The same with variables as the profiler identifies them (ProfiledOp::read_ids).
+  double* add(const std::vector<std::uint64_t>& reads, const std::vector<std::uint64_t>& writes,
+              std::string resource = "cpu");
 
   double work() const;
   double critical_path() const;
@@ -38,6 +40,8 @@ class OpTimes {
     std::string resource;
     double seconds = 0;
   };
+  double* add_keys(std::vector<std::string> reads, std::vector<std::string> writes, std::string resource);
+
   std::deque<Op> ops_;  // a deque: slots handed out stay valid as it grows
 };
 

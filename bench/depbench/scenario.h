@@ -22,7 +22,7 @@ struct Config {
   /// Scales every workload (1 = the defaults, which finish in under two
   /// minutes on a 2-core machine; tests use ~0.02).
   double size = 1.0;
-  int repeat = 3;
+  int repeat = 5;
   /// "cpu" or "emulated": where the device-placed work of auto_parallel and
   /// overlap_copy_compute goes.
   std::string device = "cpu";

@@ -35,9 +35,9 @@ std::string summary_table(const std::vector<ScenarioResult>& results, const Conf
       out += format("\nroofline: peak %.1f GFLOP/s per worker, bandwidth %.1f GB/s, balance %.2f FLOP/byte\n",
                     metric(r.sync, "peak_gflops"), metric(r.sync, "bandwidth_gbs"),
                     metric(r.sync, "balance_flop_per_byte"));
-      out += format("  %-10s %12s %10s %8s  %s\n", "op", "FLOP/byte", "GFLOP/s", "GB/s", "bound by");
+      out += format("  %-13s %10s %10s %8s  %s\n", "op", "FLOP/byte", "GFLOP/s", "GB/s", "bound by");
       for (const auto& op : r.details) {
-        out += format("  %-10s %12.3f %10.2f %8.2f  %s\n", op["op"].get<std::string>().c_str(),
+        out += format("  %-13s %10.3f %10.2f %8.2f  %s\n", op["op"].get<std::string>().c_str(),
                       op["intensity"].get<double>(), op["gflops"].get<double>(), op["gbs"].get<double>(),
                       op["bound"].get<std::string>().c_str());
       }

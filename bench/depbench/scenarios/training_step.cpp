@@ -73,7 +73,7 @@ class TrainingStep final : public Scenario {
     ex::train_epoch(mlp, batches, /*block_each_step=*/false);
     profiler.stop();
     OpTimes times;
-    for (const depengine::ProfiledOp& op : profiler.ops()) *times.add(op.reads, op.writes) = op.duration_us * 1e-6;
+    for (const depengine::ProfiledOp& op : profiler.ops()) *times.add(op.read_ids, op.write_ids) = op.duration_us * 1e-6;
     return times.ideal_speedup(cpu_workers());
   }
 };
