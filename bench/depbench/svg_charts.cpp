@@ -133,6 +133,7 @@ std::string roofline_plot(const ScenarioResult& r) {
   s += text(px(balance) + 4, top + plot_h - 6, "balance " + fixed(balance, 2) + " FLOP/B", "fill=\"#d62728\"");
   s += text(px(x1) - 150, py(peak) - 6, "peak " + fixed(peak, 1) + " GFLOP/s", "fill=\"#d62728\"");
   s += text(px(x0) + 4, py(bandwidth * x0) - 8, fixed(bandwidth, 1) + " GB/s", "fill=\"#d62728\"");
+  int plotted = 0;
   for (const auto& op : r.details) {
     if (op["flops"].get<double>() <= 0) continue;  // a copy computes nothing: no point to plot
     const double x = px(op["intensity"].get<double>()), y = py(op["gflops"].get<double>());
@@ -143,7 +144,8 @@ std::string roofline_plot(const ScenarioResult& r) {
                     fixed(op["gflops"].get<double>(), 2) + " GFLOP/s, " + op["bound"].get<std::string>() +
                     "-bound") +
          "</title></circle>";
-    s += text(x + 7, y + 4, name);
+    // Labels alternate above and below: neighbouring ops often sit close together.
+    s += text(x + 7, y + (plotted++ % 2 ? 14 : -5), name);
   }
   s += rect(left + plot_w + 12, top + 10, 10, 10, "#4e79a7") + text(left + plot_w + 26, top + 19, "compute-bound");
   s += rect(left + plot_w + 12, top + 28, 10, 10, "#f28e2b") + text(left + plot_w + 26, top + 37, "bandwidth-bound");
