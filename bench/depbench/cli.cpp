@@ -25,7 +25,17 @@ std::variant<Options, int> parse_command_line(int argc, char** argv, std::ostrea
   app.add_option("--scenario", scenarios, "Comma-separated scenarios to run, or 'all': " + name_list)
       ->capture_default_str();
   app.add_option("--size", o.config.size, "Scale of every workload (1 = the defaults; 0.1 for a quick look)")
-      ->check(CLI::PositiveNumber)
+      ->check(
+          [](const std::string& value) -> std::string {
+            // CLI11's own PositiveNumber message quotes the largest double.
+            try {
+              std::size_t end = 0;
+              if (std::stod(value, &end) > 0 && end == value.size()) return "";
+            } catch (const std::exception&) {
+            }
+            return "must be a positive number, not '" + value + "'";
+          },
+          "POSITIVE")
       ->capture_default_str();
   app.add_option("--repeat", o.config.repeat, "Runs per mode; times are medians")
       ->check(CLI::Range(1, 1000))
