@@ -30,6 +30,10 @@ class ReadyList {
     ++size_;
   }
   bool empty() const { return size_ == 0; }
+  std::size_t size() const { return size_; }
+  /// The i-th op pushed and not yet popped (the profiler reads which ops a
+  /// completion released: those at indices from the size before it).
+  OpBlock* operator[](std::size_t i) const { return i < kInline ? inline_[i] : overflow_[i - kInline]; }
   OpBlock* pop() {
     --size_;
     if (size_ < kInline) return inline_[size_];

@@ -50,6 +50,11 @@ std::string EngineCore::var_name(Var var) const {
   return state->name;
 }
 
+void EngineCore::keep_alive(std::shared_ptr<void> object) {
+  std::lock_guard lock(kept_alive_mutex_);
+  kept_alive_.push_back(std::move(object));
+}
+
 // ---------------------------------------------------------------- devices
 
 void EngineCore::add_device(Device device, std::unique_ptr<Executor> executor) {
@@ -97,7 +102,8 @@ OpBlock* EngineCore::make_op(OpKind kind, VarList reads, VarList writes, const P
   Executor* executor = nullptr;
   if (kind == OpKind::Sync || kind == OpKind::Async) {
     executor = executor_for(options.device);
-    if (executor == nullptr) {
+    // The naive engine runs CPU operations itself and registers no CPU executor.
+    if (executor == nullptr && !(options.device.is_cpu() && options_.kind == EngineKind::Naive)) {
       throw std::invalid_argument("depengine: " + describe(options.name) + " placed on " +
                                   options.device.to_string() + ", which this engine does not have");
     }

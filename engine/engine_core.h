@@ -61,11 +61,17 @@ class EngineCore {
   // Profiler.
   void set_observer(detail::OpObserver* observer) { observer_.store(observer, std::memory_order_release); }
   detail::OpObserver* observer() const { return observer_.load(std::memory_order_acquire); }
+  /// Keeps `object` alive until the engine is destroyed, after every
+  /// operation completed: a hook that loaded the observer just before it was
+  /// detached may still be running on it.
+  void keep_alive(std::shared_ptr<void> object);
 
   /// Set while this thread runs an operation: blocking calls then throw.
   static bool in_operation();
 
  protected:
+  friend class ReadyOp;  // input_error, for stream devices
+
   /// A validated op with its entries sorted; the engine takes it over.
   virtual void submit(detail::OpBlock* op) = 0;
 
@@ -111,6 +117,9 @@ class EngineCore {
 
   std::mutex failures_mutex_;
   std::vector<Failure> failures_;
+
+  std::mutex kept_alive_mutex_;
+  std::vector<std::shared_ptr<void>> kept_alive_;
 
  protected:
   /// Stops device executors; the subclass calls it once everything completed.

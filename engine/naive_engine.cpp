@@ -51,6 +51,7 @@ class NaiveEngine final : public EngineCore {
 
  protected:
   void submit(OpBlock* op) override {
+    if (detail::OpObserver* obs = observer()) [[unlikely]] obs->on_push(*op);
     // Operations may push from inside (nested pushes run at once), hence
     // a recursive mutex.
     std::lock_guard lock(mutex_);

@@ -17,6 +17,10 @@ class OpObserver {
   virtual void on_end(const OpBlock& op, const RunContext& ctx) = 0;
   /// When the op has completed (for stream devices: later than on_end).
   virtual void on_complete(const OpBlock& op) = 0;
+  /// `released` became ready because `by` completed (or, on a stream
+  /// device, was launched): the arrows of the profiler's timeline. Called
+  /// before `released` is dispatched, and before on_complete(by).
+  virtual void on_release(const OpBlock& by, const OpBlock& released) = 0;
   /// Around a blocking call on a frontend thread.
   virtual void on_block_begin(const char* what) = 0;
   virtual void on_block_end(const char* what) = 0;

@@ -7,6 +7,7 @@
 #include "depengine/executor.h"
 #include "engine/engine_core.h"
 #include "engine/op_block.h"
+#include "engine/profiler/environment_profile.h"
 
 namespace depengine {
 
@@ -17,6 +18,7 @@ Engine::Engine(EngineOptions options) {
   if (options.max_ops_in_flight == 0) throw std::invalid_argument("depengine: max_ops_in_flight must be positive");
   if (options.cpu_threads < 0) throw std::invalid_argument("depengine: cpu_threads must not be negative");
   core_ = options.kind == EngineKind::Naive ? make_naive_engine(options) : make_threaded_engine(options);
+  if (options.read_environment) detail::profile_from_environment(*core_);
 }
 
 Engine::~Engine() = default;
@@ -84,6 +86,8 @@ int ReadyOp::priority() const { return op_->priority; }
 std::string_view ReadyOp::name() const { return op_->name; }
 bool ReadyOp::is_async() const { return op_->kind == detail::OpKind::Async; }
 std::span<const Fence> ReadyOp::fences() const { return op_->fences; }
+
+std::exception_ptr ReadyOp::input_error() const { return EngineCore::input_error(*op_); }
 
 std::exception_ptr ReadyOp::invoke(RunContext& ctx) const { return op_->engine->invoke(op_, ctx); }
 

@@ -65,6 +65,7 @@ class ThreadedEngine final : public EngineCore {
       std::lock_guard lock(e.var->lock);
       detail::dependency::mark_launched(*e.var, e, ready);
     }
+    if (detail::OpObserver* obs = observer()) [[unlikely]] report_released(*obs, *op, ready, 0);
     dispatch(ready, nullptr);
   }
 
@@ -119,7 +120,11 @@ class ThreadedEngine final : public EngineCore {
         case OpKind::Sync:
         case OpKind::Async:
           if (op->device_uses_fences) collect_fences(*op);
-          if (std::exception_ptr error = input_error(*op)) {
+          // An op granted early (it has fences) is skipped by its device once
+          // its predecessors are done (ReadyOp::input_error): finishing it
+          // here would complete it before them, and its failure would then
+          // reach them backwards.
+          if (std::exception_ptr error = op->fences.empty() ? input_error(*op) : nullptr) {
             // Skipped: a variable it touches failed earlier.
             if (op->kind == OpKind::Async) op->holds.store(1, std::memory_order_relaxed);
             finish(op, std::move(error), ready);
@@ -165,6 +170,7 @@ class ThreadedEngine final : public EngineCore {
     // failure only now.
     if (!op->error && !op->fences.empty()) op->error = input_error(*op);
     const bool failed = op->error && (op->kind == OpKind::Sync || op->kind == OpKind::Async);
+    const std::size_t ready_before = ready.size();
     for (Entry& e : op->entries) {
       std::lock_guard lock(e.var->lock);
       if (failed && e.write) {
@@ -174,7 +180,10 @@ class ThreadedEngine final : public EngineCore {
       detail::dependency::remove_completed(*e.var, e, ready);
     }
     if (failed) record_failure(*op);
-    if (detail::OpObserver* obs = observer()) [[unlikely]] obs->on_complete(*op);
+    if (detail::OpObserver* obs = observer()) [[unlikely]] {
+      report_released(*obs, *op, ready, ready_before);
+      obs->on_complete(*op);
+    }
     release_hold(op);
     counter_.add_completed();
     if (!cpu_->on_worker_thread()) {
@@ -182,6 +191,13 @@ class ThreadedEngine final : public EngineCore {
     } else if (bp_waiters_.load(std::memory_order_relaxed) > 0 && ++t_completions % check_interval_ == 0) {
       wake_waiters();
     }
+  }
+
+  // Tells the profiler which ops `by` made ready: those appended to `ready`
+  // from index `from` on.
+  static void report_released(detail::OpObserver& obs, const OpBlock& by, const ReadyList& ready,
+                              std::size_t from) {
+    for (std::size_t i = from; i < ready.size(); ++i) obs.on_release(by, *ready[i]);
   }
 
   void wake_waiters() {

@@ -1,0 +1,82 @@
+#include "bench/depbench/cli.h"
+
+#include <ostream>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+
+namespace depbench {
+
+std::variant<Options, int> parse_command_line(int argc, char** argv, std::ostream& out, std::ostream& err) {
+  std::vector<std::string> names;
+  std::string name_list;
+  for (const auto& s : all_scenarios()) {
+    names.push_back(s->name());
+    name_list += (name_list.empty() ? "" : ", ") + s->name();
+  }
+
+  Options o;
+  CLI::App app(
+      "depbench: runs the same workloads synchronously and asynchronously on depengine, checks that both give\n"
+      "the same results, and reports both times, the speedup, and the ideal speedup from measured parts.",
+      "depbench");
+  app.get_formatter()->column_width(26);
+  std::string scenarios = "all";
+  app.add_option("--scenario", scenarios, "Comma-separated scenarios to run, or 'all': " + name_list)
+      ->capture_default_str();
+  app.add_option("--size", o.config.size, "Scale of every workload (1 = the defaults; 0.1 for a quick look)")
+      ->check(
+          [](const std::string& value) -> std::string {
+            // CLI11's own PositiveNumber message quotes the largest double.
+            try {
+              std::size_t end = 0;
+              if (std::stod(value, &end) > 0 && end == value.size()) return "";
+            } catch (const std::exception&) {
+            }
+            return "must be a positive number, not '" + value + "'";
+          },
+          "POSITIVE")
+      ->capture_default_str();
+  app.add_option("--repeat", o.config.repeat, "Runs per mode; times are medians")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  app.add_option("--device", o.config.device,
+                 "Where device work runs: cpu (the CPU workers) or emulated (emulated devices: streams on host "
+                 "threads)")
+      ->check(CLI::IsMember({"cpu", "emulated"}))
+      ->capture_default_str();
+  app.add_option("--json", o.json_path, "Write one JSON record per scenario and mode to FILE")->option_text("FILE");
+  app.add_option("--report", o.report_path,
+                 "Write a self-contained HTML report (bar chart, roofline, timeline) to FILE")
+      ->option_text("FILE.html");
+  app.add_option("--trace", o.trace_path,
+                 "Write a Chrome trace (Perfetto, chrome://tracing) of one async run per scenario to FILE")
+      ->option_text("FILE.json");
+  app.footer("Example: depbench --scenario auto_parallel,training_step --report report.html --trace trace.json");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e, out, err);
+  }
+
+  if (scenarios == "all") {
+    o.scenarios = names;
+  } else {
+    std::stringstream list(scenarios);
+    for (std::string name; std::getline(list, name, ',');) {
+      if (std::find(names.begin(), names.end(), name) == names.end()) {
+        err << "depbench: unknown scenario '" << name << "'; choose from: " << name_list << ", all\n";
+        return 2;
+      }
+      o.scenarios.push_back(name);
+    }
+    if (o.scenarios.empty()) {
+      err << "depbench: --scenario needs at least one name\n";
+      return 2;
+    }
+  }
+  return o;
+}
+
+}  // namespace depbench

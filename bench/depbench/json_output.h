@@ -1,0 +1,19 @@
+#pragma once
+// --json: one record per scenario and mode.
+//   {"scenario", "mode": "sync"|"async", "seconds" (median), "runs" (every
+//    run's seconds), "speedup" (sync/async, the same in both records of a
+//    scenario), "ideal_speedup", "results_equal", "size", "repeat",
+//    "device", "cpu_workers" (of the async engine), then the scenario's own fields; roofline's sync
+//    record also has "ops": its per-op table}
+
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/depbench/harness.h"
+
+namespace depbench {
+
+nlohmann::json json_records(const std::vector<ScenarioResult>& results, const Config& config);
+
+}  // namespace depbench

@@ -1,0 +1,56 @@
+#pragma once
+// Scenario: one workload that depbench runs twice — synchronously and
+// asynchronously — with the same inputs, to compare times and results.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/depbench/run_engine.h"
+
+namespace depbench {
+
+enum class Mode { sync, async };
+const char* to_string(Mode mode);
+
+/// What the command line chose, shared by every scenario.
+struct Config {
+  /// Scales every workload (1 = the defaults, which finish in under two
+  /// minutes on a 2-core machine; tests use ~0.02).
+  double size = 1.0;
+  int repeat = 5;
+  /// "cpu" or "emulated": where the device-placed work of auto_parallel and
+  /// overlap_copy_compute goes.
+  std::string device = "cpu";
+};
+
+/// One timed run of a scenario.
+struct Outcome {
+  double seconds = 0;       // the timed region only (no setup, no checking)
+  std::uint64_t digest = 0;  // of the results: equal in both modes, bit for bit
+  /// Computed by sync runs from their measured parts (see ideal_formula); 0 otherwise.
+  double ideal_speedup = 0;
+  std::map<std::string, double> metrics;  // scenario-specific numbers, into the JSON record
+  nlohmann::json details;                 // scenario-specific structure (roofline's per-op table)
+};
+
+class Scenario {
+ public:
+  virtual ~Scenario() = default;
+  virtual std::string name() const = 0;
+  /// One sentence: the workload, and what sync and async mean for it.
+  virtual std::string description() const = 0;
+  /// How ideal_speedup is computed, in words.
+  virtual std::string ideal_formula() const = 0;
+  /// Runs once. `trace`, when not null, asks for the engine to be profiled.
+  virtual Outcome run(Mode mode, const Config& config, Trace* trace) const = 0;
+};
+
+/// Every scenario, in the order depbench runs them.
+std::vector<std::unique_ptr<Scenario>> all_scenarios();
+
+}  // namespace depbench

@@ -1,0 +1,83 @@
+// overlap_copy_compute: a device computes batch after batch while the
+// result of the previous batch is copied back to the host (with --device
+// emulated, on emulated:0's compute stream and its D2H copy stream; on the
+// CPU, by the CPU workers) (d2l: "computation
+// and communication in parallel"). Results go to two device buffers in
+// turn, so the engine may run copy k next to compute k+1 — and must hold
+// compute k+2 until copy k has read its buffer. Sync runs copy and compute
+// strictly one after the other.
+
+#include "bench/depbench/ideal.h"
+#include "bench/depbench/kernels.h"
+#include "bench/depbench/scenarios/common.h"
+#include "bench/depbench/scenarios/scenarios.h"
+
+namespace depbench {
+namespace {
+
+class OverlapCopyCompute final : public Scenario {
+ public:
+  std::string name() const override { return "overlap_copy_compute"; }
+  std::string description() const override {
+    return "compute batch k+1 while batch k's result is copied back; sync: compute, copy, compute, copy";
+  }
+  std::string ideal_formula() const override {
+    return "(copies + computes) / max(critical path, copies, computes / workers)";
+  }
+
+  Outcome run(Mode mode, const Config& config, Trace* trace) const override {
+    const int side = scaled_side(1024, config.size);  // the result: side x side
+    const int inner = 48;  // small inner dimension: the copy of the result weighs about as much as the product
+    const int batches = 16;
+    const std::size_t result_size = std::size_t(side) * side;
+    std::vector<Floats> inputs;
+    for (int b = 0; b < batches; ++b) inputs.push_back(uniform(std::size_t(side) * inner, 100 + b, -1, 1));
+    const Floats weights = uniform(std::size_t(inner) * side, 99, -1, 1);
+    Floats on_device[2] = {Floats(result_size), Floats(result_size)};
+    Floats on_host(result_size * batches);
+
+    const depengine::Device device = work_device(config, 0);
+    const std::string compute_on = resource_of(device, depengine::OpProperty::Normal);
+    const std::string copy_on = resource_of(device, depengine::OpProperty::CopyFromDevice);
+    OpTimes times;
+    Outcome out;
+    {
+      RunEngine engine(engine_kind(mode), trace, emulated_devices(config, 1));
+      depengine::Var buffer[2] = {engine->new_var("device buffer 0"), engine->new_var("device buffer 1")};
+      depengine::Var host = engine->new_var("host results");
+      Stopwatch watch;
+      for (int b = 0; b < batches; ++b) {
+        Floats& result = on_device[b % 2];
+        const float* input = inputs[b].data();
+        double* compute_slot = mode == Mode::sync ? times.add({}, {buffer[b % 2]}, compute_on) : nullptr;
+        engine->push([&result, &weights, input, side, compute_slot](depengine::RunContext&) {
+                       timed(compute_slot, [&] {
+                         gemm(input, weights.data(), result.data(), side, side, inner);
+                         relu(result);
+                       });
+                     },
+                     {}, {buffer[b % 2]}, {.name = "compute", .device = device});
+        float* destination = on_host.data() + result_size * b;
+        double* copy_slot = mode == Mode::sync ? times.add({buffer[b % 2]}, {host}, copy_on) : nullptr;
+        engine->push([&result, destination, copy_slot](depengine::RunContext&) {
+                       timed(copy_slot, [&] { copy(result, {destination, result.size()}); });
+                     },
+                     {buffer[b % 2]}, {host},
+                     {.name = "copy to host", .device = device, .property = depengine::OpProperty::CopyFromDevice});
+      }
+      engine->wait_all();
+      out.seconds = watch.seconds();
+    }
+    out.digest = digest(on_host);
+    if (mode == Mode::sync) out.ideal_speedup = times.ideal_speedup(cpu_workers());
+    out.metrics["batches"] = batches;
+    out.metrics["result_mib"] = static_cast<double>(result_size * sizeof(float)) / (1 << 20);
+    return out;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Scenario> make_overlap_copy_compute() { return std::make_unique<OverlapCopyCompute>(); }
+
+}  // namespace depbench

@@ -1,0 +1,85 @@
+// training_step: the MLP example's training loop (examples/mlp.h: a
+// perceptron on the handwritten digits, or generated data shaped like them,
+// with depengine's tensor ops), the same code in both modes. Sync: the naive
+// engine, and the loss read after every step, as a synchronous framework
+// (or a program that prints every loss) does. Async: the threaded engine,
+// the losses read once per epoch. The ideal speedup comes from one more,
+// profiled, sync epoch: the measured time and the read/write sets of every
+// op, bounded by the critical path and the workers.
+
+#include <depengine/ops.h>
+#include <depengine/profiler.h>
+
+#include "bench/depbench/ideal.h"
+#include "bench/depbench/kernels.h"
+#include "bench/depbench/scenarios/common.h"
+#include "bench/depbench/scenarios/scenarios.h"
+#include "examples/mlp.h"
+
+namespace depbench {
+namespace {
+
+namespace ex = depengine::examples;
+
+const ex::Dataset& training_data() {
+  static const ex::Dataset data = ex::split(ex::load_digits_or_generate(), 0.2, 1).first;
+  return data;
+}
+
+class TrainingStep final : public Scenario {
+ public:
+  std::string name() const override { return "training_step"; }
+  std::string description() const override {
+    return "the MLP example's training loop; sync: naive engine, loss read every step, async: losses read "
+           "once per epoch";
+  }
+  std::string ideal_formula() const override {
+    return "ops' time / max(critical path, ops' time / workers), from a profiled sync epoch";
+  }
+
+  Outcome run(Mode mode, const Config& config, Trace* trace) const override {
+    const int epochs = scaled(4, config.size);
+    const std::int64_t hidden = 256, batch_rows = 32;
+    const ex::Dataset& data = training_data();
+    Outcome out;
+    std::vector<float> losses;
+    {
+      RunEngine engine(engine_kind(mode), trace);
+      ex::Mlp mlp(*engine, {.layers = {data.cols, hidden, data.classes}, .learning_rate = 0.05});
+      const auto batches = ex::make_batches(*engine, data, batch_rows, depengine::DType::float32,
+                                            depengine::Device::cpu());
+      engine->wait_all();  // weights and batches in place: only training is timed
+      Stopwatch watch;
+      for (int epoch = 0; epoch < epochs; ++epoch) {
+        losses.push_back(static_cast<float>(ex::train_epoch(mlp, batches, /*block_each_step=*/mode == Mode::sync)));
+      }
+      out.seconds = watch.seconds();
+      const ex::Dataset probe = ex::split(data, 0.1, 2).second;
+      depengine::Tensor x = depengine::Tensor::from_host(*engine, probe.features, {probe.rows, probe.cols});
+      out.digest = digest(mlp.forward(x).to_host<float>(), digest(losses));
+      if (mode == Mode::sync) out.ideal_speedup = ideal_from_profiled_epoch(*engine, mlp, batches);
+    }
+    out.metrics["epochs"] = epochs;
+    out.metrics["steps_per_epoch"] = static_cast<double>((data.rows + batch_rows - 1) / batch_rows);
+    out.metrics["first_epoch_loss"] = losses.front();
+    out.metrics["last_epoch_loss"] = losses.back();
+    return out;
+  }
+
+ private:
+  static double ideal_from_profiled_epoch(depengine::Engine& engine, ex::Mlp& mlp, const std::vector<ex::Batch>& batches) {
+    depengine::Profiler profiler(engine);
+    profiler.start();
+    ex::train_epoch(mlp, batches, /*block_each_step=*/false);
+    profiler.stop();
+    OpTimes times;
+    for (const depengine::ProfiledOp& op : profiler.ops()) *times.add(op.read_ids, op.write_ids) = op.duration_us * 1e-6;
+    return times.ideal_speedup(cpu_workers());
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Scenario> make_training_step() { return std::make_unique<TrainingStep>(); }
+
+}  // namespace depbench

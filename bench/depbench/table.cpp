@@ -1,0 +1,55 @@
+#include "bench/depbench/table.h"
+
+#include <cstdio>
+
+#include "bench/depbench/scenarios/common.h"
+
+namespace depbench {
+namespace {
+
+std::string format(const char* fmt, auto... args) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, fmt, args...);
+  return buf;
+}
+
+double metric(const ModeResult& m, const char* name) {
+  auto it = m.metrics.find(name);
+  return it == m.metrics.end() ? 0 : it->second;
+}
+
+}  // namespace
+
+std::string summary_table(const std::vector<ScenarioResult>& results, const Config& config) {
+  std::string out = format(
+      "depbench: sync (naive engine, or a blocking call after each op) against async (threaded engine, %d CPU "
+      "workers)\nsize %g, device %s, median of %d run%s per mode\n\n",
+      cpu_workers(), config.size, config.device.c_str(), config.repeat, config.repeat == 1 ? "" : "s");
+  out += format("%-22s %10s %10s %9s %9s  %s\n", "scenario", "sync s", "async s", "speedup", "ideal", "results");
+  for (const ScenarioResult& r : results) {
+    out += format("%-22s %10.4f %10.4f %8.2fx %8.2fx  %s\n", r.name.c_str(), r.sync.seconds, r.async.seconds,
+                  r.speedup, r.ideal_speedup, r.results_equal ? "equal" : "DIFFER");
+  }
+  for (const ScenarioResult& r : results) {
+    if (r.name == "roofline" && r.details.is_array()) {
+      out += format("\nroofline: peak %.1f GFLOP/s per worker, bandwidth %.1f GB/s, balance %.2f FLOP/byte\n",
+                    metric(r.sync, "peak_gflops"), metric(r.sync, "bandwidth_gbs"),
+                    metric(r.sync, "balance_flop_per_byte"));
+      out += format("  %-13s %10s %10s %8s  %s\n", "op", "FLOP/byte", "GFLOP/s", "GB/s", "bound by");
+      for (const auto& op : r.details) {
+        out += format("  %-13s %10.3f %10.2f %8.2f  %s\n", op["op"].get<std::string>().c_str(),
+                      op["intensity"].get<double>(), op["gflops"].get<double>(), op["gbs"].get<double>(),
+                      op["bound"].get<std::string>().c_str());
+      }
+    } else if (r.name == "frontend_backend") {
+      out += format("\nfrontend_backend: one blocker costs %.1f us; a push %.2f us, the op itself %.2f us\n",
+                    metric(r.sync, "blocker_us"), metric(r.sync, "push_us"), metric(r.sync, "op_us"));
+    }
+  }
+  bool all_equal = true;
+  for (const ScenarioResult& r : results) all_equal = all_equal && r.results_equal;
+  if (!all_equal) out += "\nWARNING: some scenarios gave different results in sync and async mode\n";
+  return out;
+}
+
+}  // namespace depbench

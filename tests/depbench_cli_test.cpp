@@ -1,0 +1,245 @@
+// depbench as a program: its command line, and the files it writes (JSON
+// records, the HTML report, the trace), from one run at a tiny size.
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <libxml/parser.h>
+#include <libxml/tree.h>
+#include <nlohmann/json.hpp>
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Command {  // what a finished command left
+  int exit_code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+const fs::path& scratch() {
+  static const fs::path dir = [] {
+    fs::path d = fs::temp_directory_path() / ("depbench_cli_" + std::to_string(::getpid()));
+    fs::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+Command run(const std::string& command) {
+  const fs::path out = scratch() / "stdout", err = scratch() / "stderr";
+  const std::string line = command + " >" + out.string() + " 2>" + err.string();
+  const int status = std::system(line.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+}
+
+Command depbench(const std::string& args) { return run(std::string(DEPBENCH_PATH) + " " + args); }
+
+const char* kScenarios[] = {"roofline", "frontend_backend", "auto_parallel", "overlap_copy_compute",
+                            "data_loading", "training_step"};
+
+}  // namespace
+
+TEST(DepbenchCli, HelpDocumentsEveryFlag) {
+  const Command r = depbench("--help");
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* flag : {"--scenario", "--size", "--repeat", "--device", "--json", "--report", "--trace", "--help"}) {
+    EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
+  }
+  for (const char* name : kScenarios) EXPECT_NE(r.out.find(name), std::string::npos) << name;
+}
+
+TEST(DepbenchCli, BadArgumentsFailWithAReason) {
+  const std::map<std::string, std::string> cases = {
+      {"--scenario nope", "unknown scenario 'nope'"},
+      {"--size -1", "--size"},
+      {"--size abc", "--size"},
+      {"--repeat 0", "--repeat"},
+      {"--device gpu7", "--device"},
+      {"--no-such-flag", "no-such-flag"},
+  };
+  for (const auto& [args, reason] : cases) {
+    const Command r = depbench(args);
+    EXPECT_NE(r.exit_code, 0) << args;
+    EXPECT_NE(r.err.find(reason), std::string::npos) << args << ": " << r.err;
+    EXPECT_TRUE(r.out.empty() || r.out.find("scenario ") == std::string::npos) << args << " ran anyway";
+  }
+}
+
+TEST(DepbenchCli, RunsOnEmulatedDevices) {
+  const Command r = depbench("--scenario auto_parallel,overlap_copy_compute --device emulated --size 0.02 --repeat 1");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("device emulated"), std::string::npos);
+  EXPECT_EQ(r.out.find("DIFFER"), std::string::npos);
+}
+
+TEST(DepbenchCli, UnwritableOutputFails) {
+  const Command r = depbench("--scenario auto_parallel --size 0.02 --repeat 1 --json /nonexistent-dir/x.json");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("cannot write"), std::string::npos);
+}
+
+// One full run at a tiny size; the tests below read what it wrote.
+class DepbenchOutputs : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    json_path_ = scratch() / "results.json";
+    report_path_ = scratch() / "report.html";
+    trace_path_ = scratch() / "trace.json";
+    run_ = depbench("--size 0.02 --repeat 1 --json " + json_path_.string() + " --report " + report_path_.string() +
+                    " --trace " + trace_path_.string());
+  }
+  static void TearDownTestSuite() { fs::remove_all(scratch()); }
+  void SetUp() override { ASSERT_EQ(run_.exit_code, 0) << run_.err; }
+
+  static inline Command run_;
+  static inline fs::path json_path_, report_path_, trace_path_;
+};
+
+TEST_F(DepbenchOutputs, TableOnStdoutProgressNotOnAPipe) {
+  for (const char* name : kScenarios) EXPECT_NE(run_.out.find(name), std::string::npos) << name;
+  EXPECT_NE(run_.out.find("speedup"), std::string::npos);
+  EXPECT_EQ(run_.out.find("DIFFER"), std::string::npos);
+  EXPECT_TRUE(run_.err.empty()) << "stderr is not a terminal here, so no progress line: " << run_.err;
+}
+
+TEST_F(DepbenchOutputs, JsonHasOneSaneRecordPerScenarioAndMode) {
+  const json records = json::parse(slurp(json_path_));
+  ASSERT_TRUE(records.is_array());
+  ASSERT_EQ(records.size(), 2 * std::size(kScenarios));
+  std::map<std::string, std::map<std::string, json>> by;
+  for (const json& r : records) {
+    for (const char* field : {"scenario", "mode", "seconds", "speedup", "ideal_speedup", "results_equal", "runs"}) {
+      ASSERT_TRUE(r.contains(field)) << field << " in " << r.dump();
+    }
+    by[r.at("scenario")][r.at("mode")] = r;
+    EXPECT_GT(r.at("seconds").get<double>(), 0);
+    EXPECT_GT(r.at("ideal_speedup").get<double>(), 0);
+    EXPECT_TRUE(r.at("results_equal").get<bool>());
+  }
+  for (const char* name : kScenarios) {
+    ASSERT_EQ(by[name].size(), 2u) << name;
+    const double sync = by[name]["sync"].at("seconds"), async = by[name]["async"].at("seconds");
+    EXPECT_NEAR(by[name]["async"].at("speedup").get<double>(), sync / async, 1e-9 * sync / async) << name;
+    EXPECT_EQ(by[name]["sync"].at("speedup"), by[name]["async"].at("speedup"));
+  }
+  EXPECT_TRUE(by["roofline"]["sync"].at("ops").is_array());
+  EXPECT_TRUE(by["frontend_backend"]["sync"].contains("blocker_us"));
+}
+
+TEST_F(DepbenchOutputs, ReportIsWellFormedWithItsCharts) {
+  const std::string html = slurp(report_path_);
+  // Well-formed XML, parsed offline (no DTD fetched).
+  xmlDocPtr doc = xmlReadMemory(html.data(), static_cast<int>(html.size()), "report.html", nullptr,
+                                XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+  ASSERT_NE(doc, nullptr) << "the report is not well-formed XML";
+  std::set<std::string> svg_ids;
+  std::function<void(xmlNodePtr)> walk = [&](xmlNodePtr node) {
+    for (; node != nullptr; node = node->next) {
+      if (node->type == XML_ELEMENT_NODE && std::string(reinterpret_cast<const char*>(node->name)) == "svg") {
+        xmlChar* id = xmlGetProp(node, BAD_CAST "id");
+        xmlChar* width = xmlGetProp(node, BAD_CAST "width");
+        if (id) svg_ids.insert(reinterpret_cast<char*>(id));
+        EXPECT_GT(std::atof(reinterpret_cast<char*>(width)), 0);
+        xmlFree(id);
+        xmlFree(width);
+      }
+      walk(node->children);
+    }
+  };
+  walk(xmlDocGetRootElement(doc));
+  xmlFreeDoc(doc);
+  EXPECT_EQ(svg_ids, (std::set<std::string>{"speedup-chart", "roofline-plot", "timeline-chart"}));
+  // Self-contained: nothing to fetch, no scripts.
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("src=\"http"), std::string::npos);
+  EXPECT_EQ(html.find("<link"), std::string::npos);
+}
+
+TEST_F(DepbenchOutputs, TraceHasOneSlicePerOpAndNoOverlapOnAStream) {
+  const json trace = json::parse(slurp(trace_path_));
+  std::map<int, std::multiset<std::uint64_t>> slices, pushes;  // op ids per process (scenario)
+  std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> by_track;
+  std::set<std::string> processes;
+  for (const json& e : trace.at("traceEvents")) {
+    const int pid = e.at("pid");
+    if (e.at("ph") == "X" && e.at("cat") == "op") {
+      slices[pid].insert(e.at("args").at("id").get<std::uint64_t>());
+      const double ts = e.at("ts");
+      by_track[{pid, e.at("tid")}].push_back({ts, ts + e.at("dur").get<double>()});
+    } else if (e.at("ph") == "i" && e.at("cat") == "push") {
+      pushes[pid].insert(e.at("args").at("id").get<std::uint64_t>());
+    } else if (e.at("ph") == "M" && e.at("name") == "process_name") {
+      processes.insert(e.at("args").at("name"));
+    }
+  }
+  for (const char* name : kScenarios) EXPECT_TRUE(processes.count(std::string(name) + ": host")) << name;
+  ASSERT_FALSE(slices.empty());
+  // Every op pushed in a traced run ran exactly once: one slice each.
+  for (const auto& [pid, ids] : pushes) {
+    EXPECT_EQ(slices[pid], ids) << "process " << pid;
+    EXPECT_EQ(std::set<std::uint64_t>(ids.begin(), ids.end()).size(), ids.size());
+  }
+  for (auto& [track, spans] : by_track) {
+    std::sort(spans.begin(), spans.end());
+    for (std::size_t i = 1; i < spans.size(); ++i) {
+      EXPECT_LE(spans[i - 1].second, spans[i].first + 1e-6) << "overlap on " << track.first << "/" << track.second;
+    }
+  }
+}
+
+// Renders the report in headless Chromium and checks that every chart has a size on screen.
+TEST_F(DepbenchOutputs, ChartsRenderInHeadlessChromium) {
+  std::string browser;
+  for (const char* candidate : {"chromium", "chromium-browser", "google-chrome"}) {
+    if (run(std::string("command -v ") + candidate).exit_code == 0) {
+      browser = candidate;
+      break;
+    }
+  }
+  if (browser.empty()) GTEST_SKIP() << "no chromium on PATH (Debian: apt-get install chromium); not rendered";
+
+  // A copy of the report with a script that writes each chart's rendered size into the page.
+  std::string html = slurp(report_path_);
+  const std::string probe =
+      "<script>window.addEventListener('load', function () {"
+      " var out = document.createElement('pre'); out.id = 'sizes';"
+      " document.querySelectorAll('svg').forEach(function (s) {"
+      "  var r = s.getBoundingClientRect(); out.textContent += s.id + ' ' + r.width + ' ' + r.height + '\\n'; });"
+      " document.body.appendChild(out); });</script>";
+  html.insert(html.rfind("</body>"), probe);
+  const fs::path page = scratch() / "render.html";
+  std::ofstream(page) << html;
+
+  const Command r = run("timeout 120 " + browser +
+                    " --headless --no-sandbox --disable-gpu --no-first-run --virtual-time-budget=5000 --dump-dom "
+                    "file://" + page.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::size_t begin = r.out.find("<pre id=\"sizes\">");
+  ASSERT_NE(begin, std::string::npos) << "the page did not run its probe";
+  std::istringstream sizes(r.out.substr(begin + 16, r.out.find("</pre>", begin) - begin - 16));
+  std::map<std::string, std::pair<double, double>> rendered;
+  std::string id;
+  double w, h;
+  while (sizes >> id >> w >> h) rendered[id] = {w, h};
+  for (const char* chart : {"speedup-chart", "roofline-plot", "timeline-chart"}) {
+    ASSERT_TRUE(rendered.count(chart)) << chart;
+    EXPECT_GT(rendered[chart].first, 0) << chart;
+    EXPECT_GT(rendered[chart].second, 0) << chart;
+  }
+}

@@ -1,0 +1,12 @@
+# Tests of the tensor layer and the ops (CPU and emulated device; the CUDA
+# tests skip without a GPU).
+depengine_add_test(tensor_tests
+  tensor_test.cpp
+  ops_test.cpp
+  ops_errors_test.cpp
+  ops_cuda_test.cpp
+)
+if(DEPENGINE_BUILD_EXAMPLES)
+  depengine_add_test(tensor_mlp_tests tensor_mlp_test.cpp)
+  target_link_libraries(tensor_mlp_tests PRIVATE depengine_mlp)
+endif()
