@@ -16,6 +16,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <optional>
@@ -30,12 +31,29 @@
 #include "depengine/engine.h"
 #include "engine/engine_core.h"
 
+// The profiler is developed on another branch than this API; until both are
+// in the same tree, the profiler functions report DEPENGINE_ERROR_NOT_AVAILABLE.
+// Once profiler.h is always present, this switch can go.
+#if __has_include("depengine/profiler.h")
+#include "depengine/profiler.h"
+#define DEPENGINE_CAPI_HAS_PROFILER 1
+#else
+#define DEPENGINE_CAPI_HAS_PROFILER 0
+#endif
+
 struct depengine_engine {
   explicit depengine_engine(const depengine::EngineOptions& options) : engine(options) {}
   depengine::Engine engine;
   // The engine's id, needed to turn handles back into Vars; learned from the
   // first variable (no handle can be valid before one exists).
   std::atomic<std::uint32_t> engine_id{0};
+#if DEPENGINE_CAPI_HAS_PROFILER
+  // Created by the first depengine_profiler_start. Declared after `engine`
+  // so that it is destroyed first, while the engine it records still lives.
+  // The mutex serializes start/stop/dump, which the Profiler requires.
+  std::mutex profiler_mutex;
+  std::unique_ptr<depengine::Profiler> profiler;
+#endif
 };
 
 struct depengine_op_context {
@@ -273,6 +291,8 @@ const char* depengine_status_name(depengine_status status) noexcept {
       return "DEPENGINE_ERROR_OUT_OF_MEMORY";
     case DEPENGINE_ERROR_INTERNAL:
       return "DEPENGINE_ERROR_INTERNAL";
+    case DEPENGINE_ERROR_IO:
+      return "DEPENGINE_ERROR_IO";
   }
   return "unknown depengine_status";
 }
@@ -539,9 +559,55 @@ depengine_status depengine_wait_all(depengine_engine* engine) noexcept {
 }
 
 // ---------------------------------------------------------------- profiler
-//
-// The engine's profiler (include/depengine/profiler.h) is not part of this
-// build yet; these report so instead of silently doing nothing.
+
+#if DEPENGINE_CAPI_HAS_PROFILER
+
+depengine_status depengine_profiler_start(depengine_engine* engine) noexcept {
+  constexpr const char* call = "depengine_profiler_start";
+  if (engine == nullptr) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "null engine");
+  try {
+    std::lock_guard lock(engine->profiler_mutex);
+    if (!engine->profiler) engine->profiler = std::make_unique<depengine::Profiler>(engine->engine);
+    engine->profiler->start();  // std::logic_error: DEPENGINE_PROFILE already records this engine
+    return DEPENGINE_OK;
+  } catch (...) {
+    return status_of_current_exception(call);
+  }
+}
+
+depengine_status depengine_profiler_stop(depengine_engine* engine) noexcept {
+  constexpr const char* call = "depengine_profiler_stop";
+  if (engine == nullptr) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "null engine");
+  try {
+    std::lock_guard lock(engine->profiler_mutex);
+    if (engine->profiler) engine->profiler->stop();
+    return DEPENGINE_OK;
+  } catch (...) {
+    return status_of_current_exception(call);
+  }
+}
+
+depengine_status depengine_profiler_dump(depengine_engine* engine, const char* path) noexcept {
+  constexpr const char* call = "depengine_profiler_dump";
+  if (engine == nullptr) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "null engine");
+  if (path == nullptr) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "null path");
+  try {
+    std::lock_guard lock(engine->profiler_mutex);
+    if (!engine->profiler) {
+      return fail(DEPENGINE_ERROR_BAD_STATE, call, "nothing recorded: call depengine_profiler_start first");
+    }
+    try {
+      engine->profiler->write_trace(path);
+    } catch (const std::runtime_error& e) {  // the file cannot be written
+      return fail(DEPENGINE_ERROR_IO, e.what());
+    }
+    return DEPENGINE_OK;
+  } catch (...) {
+    return status_of_current_exception(call);
+  }
+}
+
+#else
 
 depengine_status depengine_profiler_start(depengine_engine* engine) noexcept {
   constexpr const char* call = "depengine_profiler_start";
@@ -561,5 +627,7 @@ depengine_status depengine_profiler_dump(depengine_engine* engine, const char* p
   if (path == nullptr) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "null path");
   return fail(DEPENGINE_ERROR_NOT_AVAILABLE, call, "this build of depengine has no profiler");
 }
+
+#endif
 
 }  // extern "C"

@@ -83,7 +83,9 @@ typedef enum depengine_status {
   /* Memory, or the engine's room for live variables, is exhausted. */
   DEPENGINE_ERROR_OUT_OF_MEMORY = 6,
   /* An unexpected failure inside the library; the message says what. */
-  DEPENGINE_ERROR_INTERNAL = 7
+  DEPENGINE_ERROR_INTERNAL = 7,
+  /* A file could not be written (depengine_profiler_dump). */
+  DEPENGINE_ERROR_IO = 8
 } depengine_status;
 
 typedef enum depengine_engine_kind {
@@ -246,14 +248,24 @@ depengine_status depengine_wait_all(depengine_engine* engine) DEPENGINE_NOEXCEPT
 
 /* ---------------------------------------------------------------- profiler */
 
-/* Starts recording the operations of `engine`. */
+/* In a build of the library without the profiler, each of these returns
+ * DEPENGINE_ERROR_NOT_AVAILABLE. */
+
+/* Starts (or resumes) recording the operations of `engine`: names (the push
+ * option `name`), devices, threads, start and end times, dependencies.
+ * DEPENGINE_ERROR_BAD_STATE if the engine is already profiled by the
+ * DEPENGINE_PROFILE environment variable. */
 depengine_status depengine_profiler_start(depengine_engine* engine) DEPENGINE_NOEXCEPT;
 
-/* Stops recording. */
+/* Stops recording; what was recorded stays for depengine_profiler_dump.
+ * Operations still running are left out: wait for them first to keep them.
+ * Does nothing when not recording. */
 depengine_status depengine_profiler_stop(depengine_engine* engine) DEPENGINE_NOEXCEPT;
 
-/* Writes what was recorded to `path` as Chrome trace JSON (chrome://tracing,
- * Perfetto). */
+/* Writes what was recorded to `path` as Chrome trace-event JSON (open it in
+ * https://ui.perfetto.dev or chrome://tracing). DEPENGINE_ERROR_BAD_STATE if
+ * the profiler was never started, DEPENGINE_ERROR_IO if the file cannot be
+ * written. */
 depengine_status depengine_profiler_dump(depengine_engine* engine, const char* path) DEPENGINE_NOEXCEPT;
 
 #ifdef __cplusplus
