@@ -40,7 +40,8 @@ set_target_properties(${_depengine_shared_target} PROPERTIES
 # `depengine`: what consumers compile with, and what it links. Link needs the
 # primary keeps private (oneTBB) stay private: a shared companion hides them,
 # a static one passes them on as $<LINK_ONLY:...>, as CMake does for any
-# static library.
+# static library. The link lists keep CMake's "::@(directory-id)" markers, so
+# that a target an area found in its own folder (not visible here) resolves.
 foreach(_prop INTERFACE_INCLUDE_DIRECTORIES INTERFACE_COMPILE_DEFINITIONS
               INTERFACE_COMPILE_OPTIONS INTERFACE_COMPILE_FEATURES INTERFACE_LINK_OPTIONS)
   get_target_property(_value depengine ${_prop})
@@ -50,18 +51,9 @@ foreach(_prop INTERFACE_INCLUDE_DIRECTORIES INTERFACE_COMPILE_DEFINITIONS
 endforeach()
 get_target_property(_depengine_all_libs depengine LINK_LIBRARIES)
 get_target_property(_depengine_interface_libs depengine INTERFACE_LINK_LIBRARIES)
-set(_depengine_public_libs)
-foreach(_lib IN LISTS _depengine_interface_libs)
-  if(NOT _lib MATCHES "^\\$<LINK_ONLY:")
-    list(APPEND _depengine_public_libs ${_lib})
-  endif()
-endforeach()
-set(_depengine_private_libs ${_depengine_all_libs})
-if(_depengine_public_libs)
-  list(REMOVE_ITEM _depengine_private_libs ${_depengine_public_libs})
-endif()
+list(FILTER _depengine_interface_libs EXCLUDE REGEX "^\\$<LINK_ONLY:")
 target_link_libraries(depengine_${_depengine_companion}
-  PUBLIC ${_depengine_public_libs} PRIVATE ${_depengine_private_libs})
+  PRIVATE ${_depengine_all_libs} INTERFACE ${_depengine_interface_libs})
 
 if(NOT DEPENGINE_INSTALL)
   return()
@@ -70,26 +62,31 @@ endif()
 # find_dependency() lines for depengineConfig.cmake: every package whose
 # targets the library links, public or private (a static library needs the
 # private ones at the consumer's link, a shared one names them in its
-# exported link dependencies).
+# exported link dependencies). A target `Pkg::name` comes from
+# find_package(Pkg), except for the CUDA toolkit's. For depengine.pc, the
+# libraries a static link needs.
 set(DEPENGINE_FIND_DEPENDENCIES "")
 set(_depengine_pc_private_libs "")
 foreach(_lib IN LISTS _depengine_all_libs)
-  if(_lib MATCHES "^\\$<BUILD_INTERFACE:")
-    continue()  # needed to build depengine only
+  if(_lib MATCHES "^::@" OR _lib MATCHES "^\\$<BUILD_INTERFACE:")
+    continue()  # a directory marker; a dependency of building depengine only
   endif()
   string(REGEX REPLACE "^\\$<[A-Z_]+:(.*)>$" "\\1" _lib "${_lib}")
+  if(NOT _lib MATCHES "^([A-Za-z0-9_]+)::")
+    continue()
+  endif()
+  set(_package ${CMAKE_MATCH_1})
+  if(_package STREQUAL "CUDA")
+    set(_package CUDAToolkit)
+  endif()
+  string(APPEND DEPENGINE_FIND_DEPENDENCIES "find_dependency(${_package})\n")
   if(_lib STREQUAL "Threads::Threads")
-    string(APPEND DEPENGINE_FIND_DEPENDENCIES "find_dependency(Threads)\n")
     list(APPEND _depengine_pc_private_libs "-pthread")
-  elseif(_lib STREQUAL "TBB::tbb")
-    string(APPEND DEPENGINE_FIND_DEPENDENCIES "find_dependency(TBB COMPONENTS tbb)\n")
-    list(APPEND _depengine_pc_private_libs "$<TARGET_LINKER_FILE:TBB::tbb>")
-  elseif(_lib MATCHES "^CUDA::")
-    string(APPEND DEPENGINE_FIND_DEPENDENCIES "find_dependency(CUDAToolkit)\n")
-    list(APPEND _depengine_pc_private_libs "$<TARGET_LINKER_FILE:${_lib}>")
-  elseif(_lib MATCHES "::")
-    message(WARNING "depengine links ${_lib}, which cmake/Install.cmake does not know how to find "
-                    "from the installed package; add it there")
+  elseif(TARGET ${_lib})
+    get_target_property(_type ${_lib} TYPE)
+    if(NOT _type STREQUAL "INTERFACE_LIBRARY")
+      list(APPEND _depengine_pc_private_libs "$<TARGET_LINKER_FILE:${_lib}>")
+    endif()
   endif()
 endforeach()
 list(REMOVE_DUPLICATES _depengine_pc_private_libs)
