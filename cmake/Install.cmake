@@ -36,6 +36,9 @@ endif()
 set_target_properties(${_depengine_shared_target} PROPERTIES
   VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR})
 
+# The public headers are C++20: a consumer compiles them in that mode.
+target_compile_features(depengine PUBLIC cxx_std_20)
+
 # The companion has no sources, so it copies the usage requirements of
 # `depengine`: what consumers compile with, and what it links. Link needs the
 # primary keeps private (oneTBB) stay private: a shared companion hides them,
