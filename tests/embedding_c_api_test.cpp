@@ -173,6 +173,49 @@ TEST_P(CApi, AsyncOperationCompletedInsideItsFunction) {
   EXPECT_EQ(depengine_wait_to_read(engine_, v), DEPENGINE_OK) << last_error();
 }
 
+TEST_P(CApi, PushesFromSeveralThreadsKeepPerVariableOrder) {
+  // Each thread appends its own sequence to its own variable's log, and
+  // counts into one shared variable; per-variable push order must hold.
+  constexpr int kThreads = 3, kPushes = 300;
+  struct Step {
+    std::vector<int>* log;
+    int value;
+  };
+  std::vector<std::vector<int>> logs(kThreads);
+  std::vector<std::vector<Step>> steps(kThreads);
+  std::vector<depengine_var> vars(kThreads);
+  int shared_count = 0;
+  depengine_var shared = new_var("shared");
+  for (int t = 0; t < kThreads; ++t) {
+    vars[t] = new_var();
+    for (int i = 0; i < kPushes; ++i) steps[t].push_back({&logs[t], i});
+  }
+  auto append = [](void* data, depengine_op_context*) {
+    auto* step = static_cast<Step*>(data);
+    step->log->push_back(step->value);
+  };
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPushes; ++i) {
+        if (depengine_push(engine_, append, &steps[t][i], nullptr, 0, &vars[t], 1, nullptr) != DEPENGINE_OK ||
+            depengine_push(engine_, add_one, &shared_count, nullptr, 0, &shared, 1, nullptr) != DEPENGINE_OK) {
+          failures++;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  ASSERT_EQ(depengine_wait_all(engine_), DEPENGINE_OK) << last_error();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(shared_count, kThreads * kPushes);
+  for (int t = 0; t < kThreads; ++t) {
+    ASSERT_EQ(logs[t].size(), static_cast<std::size_t>(kPushes));
+    for (int i = 0; i < kPushes; ++i) EXPECT_EQ(logs[t][i], i) << "thread " << t;
+  }
+}
+
 // ---------------------------------------------------------------- operation errors
 
 TEST_P(CApi, FailedOperationIsReportedByTheWaitAndPropagates) {
