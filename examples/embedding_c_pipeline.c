@@ -32,38 +32,48 @@ struct pipeline {
   double total;
 };
 
-/* The load: the engine hands us a completion; the I/O thread fills the buffer
- * and calls it. No engine thread waits in the meantime. */
-struct load_request {
-  struct pipeline* p;
+/* The program's I/O thread, which exists before and apart from the engine: it
+ * serves one load request at a time. */
+struct io_service {
+  pthread_mutex_t mutex;
+  pthread_cond_t wake;
+  struct pipeline* request; /* the buffer to fill, or NULL */
   depengine_completion done;
+  int stopping;
+  pthread_t thread;
 };
 
 static void* io_thread_main(void* arg) {
-  struct load_request* request = arg;
+  struct io_service* io = arg;
   int i;
-  for (i = 0; i < N; ++i) request->p->data[i] = i + 1; /* "read from disk" */
-  depengine_complete(request->done, NULL);             /* NULL: success */
-  free(request);
+  pthread_mutex_lock(&io->mutex);
+  for (;;) {
+    while (io->request == NULL && !io->stopping) pthread_cond_wait(&io->wake, &io->mutex);
+    if (io->request == NULL) break; /* stopping, and nothing left to serve */
+    for (i = 0; i < N; ++i) io->request->data[i] = i + 1; /* "read from disk" */
+    io->request = NULL;
+    depengine_complete(io->done, NULL); /* NULL: success */
+  }
+  pthread_mutex_unlock(&io->mutex);
   return NULL;
 }
 
+/* The load operation: the engine hands it a completion; it passes the request
+ * to the I/O thread, which calls the completion when the data is there. No
+ * engine thread waits in the meantime. */
+struct load_op {
+  struct io_service* io;
+  struct pipeline* p;
+};
+
 static void start_load(void* user_data, depengine_op_context* ctx, depengine_completion done) {
-  pthread_t io_thread;
-  struct load_request* request = malloc(sizeof *request);
+  struct load_op* load = user_data;
   (void)ctx;
-  if (request == NULL) {
-    depengine_complete(done, "out of memory starting the load");
-    return;
-  }
-  request->p = user_data;
-  request->done = done;
-  if (pthread_create(&io_thread, NULL, io_thread_main, request) != 0) {
-    free(request);
-    depengine_complete(done, "could not start the I/O thread");
-    return;
-  }
-  pthread_detach(io_thread);
+  pthread_mutex_lock(&load->io->mutex);
+  load->io->request = load->p;
+  load->io->done = done;
+  pthread_cond_signal(&load->io->wake);
+  pthread_mutex_unlock(&load->io->mutex);
 }
 
 static void scale(void* user_data, depengine_op_context* ctx) {
@@ -94,7 +104,15 @@ int main(void) {
   depengine_engine* engine;
   depengine_var buffer, total, config;
   struct pipeline p;
+  struct io_service io;
+  struct load_op load;
   depengine_status status;
+
+  pthread_mutex_init(&io.mutex, NULL);
+  pthread_cond_init(&io.wake, NULL);
+  io.request = NULL;
+  io.stopping = 0;
+  if (pthread_create(&io.thread, NULL, io_thread_main, &io) != 0) return 1;
 
   CHECK(depengine_engine_options_init(&options));
   options.cpu_threads = 2;
@@ -110,7 +128,9 @@ int main(void) {
    * and write. */
   CHECK(depengine_push_options_init(&named));
   named.name = "load";
-  CHECK(depengine_push_async(engine, start_load, &p, NULL, 0, &buffer, 1, &named));
+  load.io = &io;
+  load.p = &p;
+  CHECK(depengine_push_async(engine, start_load, &load, NULL, 0, &buffer, 1, &named));
   named.name = "scale";
   CHECK(depengine_push(engine, scale, &p, NULL, 0, &buffer, 1, &named));
   named.name = "sum";
@@ -135,6 +155,12 @@ int main(void) {
   CHECK(depengine_delete_var(engine, total, NULL, NULL));
   CHECK(depengine_delete_var(engine, config, NULL, NULL));
   CHECK(depengine_engine_destroy(engine));
+
+  pthread_mutex_lock(&io.mutex);
+  io.stopping = 1;
+  pthread_cond_signal(&io.wake);
+  pthread_mutex_unlock(&io.mutex);
+  pthread_join(io.thread, NULL);
   printf("ok\n");
   return 0;
 }

@@ -14,13 +14,14 @@
 #include <vector>
 
 #include "depengine/c_api.h"
+#include "examples/embedding_thread_pool_device.h"
 
 namespace {
 
 std::string last_error() { return depengine_last_error(); }
 
 /// An engine for one test, destroyed at its end.
-class CApi : public ::testing::TestWithParam<depengine_engine_kind> {
+class EmbeddingCApi : public ::testing::TestWithParam<depengine_engine_kind> {
  protected:
   void SetUp() override {
     depengine_engine_options options;
@@ -58,14 +59,14 @@ void copy_plus_one(void* data, depengine_op_context*) {
   *p->to = *p->from + 1;
 }
 
-INSTANTIATE_TEST_SUITE_P(Kinds, CApi, ::testing::Values(DEPENGINE_ENGINE_THREADED, DEPENGINE_ENGINE_NAIVE),
+INSTANTIATE_TEST_SUITE_P(Kinds, EmbeddingCApi, ::testing::Values(DEPENGINE_ENGINE_THREADED, DEPENGINE_ENGINE_NAIVE),
                          [](const auto& info) {
                            return info.param == DEPENGINE_ENGINE_NAIVE ? std::string("Naive") : std::string("Threaded");
                          });
 
 // ---------------------------------------------------------------- behaviour
 
-TEST_P(CApi, ChainOfPushesComputesInOrder) {
+TEST_P(EmbeddingCApi, ChainOfPushesComputesInOrder) {
   int a = 0, b = 0;
   depengine_var va = new_var("a"), vb = new_var("b");
   Pair p{&a, &b};
@@ -78,7 +79,7 @@ TEST_P(CApi, ChainOfPushesComputesInOrder) {
   EXPECT_EQ(depengine_wait_all(engine_), DEPENGINE_OK);
 }
 
-TEST_P(CApi, PushOptionsAreAccepted) {
+TEST_P(EmbeddingCApi, PushOptionsAreAccepted) {
   depengine_push_options options;
   ASSERT_EQ(depengine_push_options_init(&options), DEPENGINE_OK);
   options.priority = 3;
@@ -90,7 +91,7 @@ TEST_P(CApi, PushOptionsAreAccepted) {
   EXPECT_EQ(a, 1);
 }
 
-TEST_P(CApi, OperationSeesItsDevice) {
+TEST_P(EmbeddingCApi, OperationSeesItsDevice) {
   struct Seen {
     depengine_device_kind kind = DEPENGINE_DEVICE_CUDA;
     int index = -1;
@@ -109,7 +110,7 @@ TEST_P(CApi, OperationSeesItsDevice) {
   EXPECT_EQ(seen.stream, nullptr);
 }
 
-TEST_P(CApi, ReleaseRunsAfterEarlierOperations) {
+TEST_P(EmbeddingCApi, ReleaseRunsAfterEarlierOperations) {
   struct State {
     int value = 0;
     int value_at_release = -1;
@@ -125,7 +126,7 @@ TEST_P(CApi, ReleaseRunsAfterEarlierOperations) {
   EXPECT_EQ(state.value_at_release, 1);
 }
 
-TEST_P(CApi, PushFromInsideAnOperation) {
+TEST_P(EmbeddingCApi, PushFromInsideAnOperation) {
   struct State {
     depengine_engine* engine;
     depengine_var v;
@@ -144,15 +145,15 @@ TEST_P(CApi, PushFromInsideAnOperation) {
   EXPECT_EQ(state.value, 1);
 }
 
-TEST_P(CApi, AsyncOperationCompletedFromAnotherThread) {
+TEST_P(EmbeddingCApi, AsyncOperationCompletedFromAnotherThread) {
   struct State {
-    std::vector<std::thread> threads;
+    FrameworkThreadPool io{1};  // the program's own thread
     int value = 0;
   } state;
   depengine_var v = new_var(), w = new_var();
   auto start = [](void* data, depengine_op_context*, depengine_completion done) {
     auto* s = static_cast<State*>(data);
-    s->threads.emplace_back([s, done] {
+    s->io.post([s, done] {
       s->value = 41;
       depengine_complete(done, nullptr);
     });
@@ -163,17 +164,16 @@ TEST_P(CApi, AsyncOperationCompletedFromAnotherThread) {
   ASSERT_EQ(depengine_push(engine_, copy_plus_one, &p, &v, 1, &w, 1, nullptr), DEPENGINE_OK);
   ASSERT_EQ(depengine_wait_to_read(engine_, w), DEPENGINE_OK) << last_error();
   EXPECT_EQ(w_value, 42);
-  for (auto& t : state.threads) t.join();
 }
 
-TEST_P(CApi, AsyncOperationCompletedInsideItsFunction) {
+TEST_P(EmbeddingCApi, AsyncOperationCompletedInsideItsFunction) {
   depengine_var v = new_var();
   auto start = [](void*, depengine_op_context*, depengine_completion done) { depengine_complete(done, nullptr); };
   ASSERT_EQ(depengine_push_async(engine_, start, nullptr, nullptr, 0, &v, 1, nullptr), DEPENGINE_OK);
   EXPECT_EQ(depengine_wait_to_read(engine_, v), DEPENGINE_OK) << last_error();
 }
 
-TEST_P(CApi, PushesFromSeveralThreadsKeepPerVariableOrder) {
+TEST_P(EmbeddingCApi, PushesFromSeveralThreadsKeepPerVariableOrder) {
   // Each thread appends its own sequence to its own variable's log, and
   // counts into one shared variable; per-variable push order must hold.
   constexpr int kThreads = 3, kPushes = 300;
@@ -218,7 +218,7 @@ TEST_P(CApi, PushesFromSeveralThreadsKeepPerVariableOrder) {
 
 // ---------------------------------------------------------------- operation errors
 
-TEST_P(CApi, FailedOperationIsReportedByTheWaitAndPropagates) {
+TEST_P(EmbeddingCApi, FailedOperationIsReportedByTheWaitAndPropagates) {
   depengine_var v = new_var("v"), w = new_var("w");
   std::atomic<int> ran{0};
   ASSERT_EQ(depengine_push(engine_, fail_with_message, const_cast<char*>("disk full"), nullptr, 0, &v, 1, nullptr),
@@ -238,7 +238,7 @@ TEST_P(CApi, FailedOperationIsReportedByTheWaitAndPropagates) {
   EXPECT_EQ(a, 1);
 }
 
-TEST_P(CApi, WaitAllReportsAFailedOperationWithoutWrites) {
+TEST_P(EmbeddingCApi, WaitAllReportsAFailedOperationWithoutWrites) {
   ASSERT_EQ(depengine_push(engine_, fail_with_message, const_cast<char*>("no writes"), nullptr, 0, nullptr, 0, nullptr),
             DEPENGINE_OK);
   EXPECT_EQ(depengine_wait_all(engine_), DEPENGINE_ERROR_OPERATION_FAILED);
@@ -246,7 +246,7 @@ TEST_P(CApi, WaitAllReportsAFailedOperationWithoutWrites) {
   EXPECT_EQ(depengine_wait_all(engine_), DEPENGINE_OK);
 }
 
-TEST_P(CApi, ExceptionThrownByTheFunctionFailsTheOperation) {
+TEST_P(EmbeddingCApi, ExceptionThrownByTheFunctionFailsTheOperation) {
   depengine_var v = new_var();
   // A C++ function used as a C callback that throws anyway: reported as an
   // operation failure, even for an exception type the API uses for misuse.
@@ -256,13 +256,14 @@ TEST_P(CApi, ExceptionThrownByTheFunctionFailsTheOperation) {
   EXPECT_EQ(last_error(), "bad input file");
 }
 
-TEST_P(CApi, AsyncErrorMessagePropagates) {
+TEST_P(EmbeddingCApi, AsyncErrorMessagePropagates) {
+  FrameworkThreadPool io(1);
   depengine_var v = new_var(), w = new_var();
-  auto start = [](void*, depengine_op_context*, depengine_completion done) {
-    std::thread([done] { depengine_complete(done, "connection reset"); }).detach();
+  auto start = [](void* data, depengine_op_context*, depengine_completion done) {
+    static_cast<FrameworkThreadPool*>(data)->post([done] { depengine_complete(done, "connection reset"); });
   };
   std::atomic<int> ran{0};
-  ASSERT_EQ(depengine_push_async(engine_, start, nullptr, nullptr, 0, &v, 1, nullptr), DEPENGINE_OK);
+  ASSERT_EQ(depengine_push_async(engine_, start, &io, nullptr, 0, &v, 1, nullptr), DEPENGINE_OK);
   ASSERT_EQ(depengine_push(engine_, count, &ran, &v, 1, &w, 1, nullptr), DEPENGINE_OK);
   EXPECT_EQ(depengine_wait_to_read(engine_, w), DEPENGINE_ERROR_OPERATION_FAILED);
   EXPECT_EQ(last_error(), "connection reset");
@@ -271,7 +272,7 @@ TEST_P(CApi, AsyncErrorMessagePropagates) {
 
 // ---------------------------------------------------------------- misuse: INVALID_ARGUMENT
 
-TEST(CApiMisuse, NullEngineIsRejectedByEveryCall) {
+TEST(EmbeddingCApiMisuse, NullEngineIsRejectedByEveryCall) {
   depengine_var v = DEPENGINE_NULL_VAR;
   int threads = 0;
   const std::vector<std::pair<const char*, depengine_status>> calls = {
@@ -297,7 +298,7 @@ TEST(CApiMisuse, NullEngineIsRejectedByEveryCall) {
   EXPECT_EQ(last_error(), "depengine_profiler_dump: null engine");
 }
 
-TEST(CApiMisuse, NullPointersAreRejected) {
+TEST(EmbeddingCApiMisuse, NullPointersAreRejected) {
   EXPECT_EQ(depengine_engine_options_init(nullptr), DEPENGINE_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(depengine_push_options_init(nullptr), DEPENGINE_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(depengine_engine_create(nullptr, nullptr), DEPENGINE_ERROR_INVALID_ARGUMENT);
@@ -313,7 +314,7 @@ TEST(CApiMisuse, NullPointersAreRejected) {
   EXPECT_EQ(depengine_engine_destroy(engine), DEPENGINE_OK);
 }
 
-TEST(CApiMisuse, BadEngineOptionsAreRejected) {
+TEST(EmbeddingCApiMisuse, BadEngineOptionsAreRejected) {
   depengine_engine* engine = nullptr;
   depengine_engine_options options = {};  // struct_size not set: not initialized
   EXPECT_EQ(depengine_engine_create(&options, &engine), DEPENGINE_ERROR_INVALID_ARGUMENT);
@@ -334,13 +335,13 @@ TEST(CApiMisuse, BadEngineOptionsAreRejected) {
   EXPECT_EQ(engine, nullptr) << "no engine is returned on an error";
 }
 
-TEST_P(CApi, CpuThreadsAreReported) {
+TEST_P(EmbeddingCApi, CpuThreadsAreReported) {
   int threads = 0;
   ASSERT_EQ(depengine_engine_cpu_threads(engine_, &threads), DEPENGINE_OK);
   EXPECT_EQ(threads, GetParam() == DEPENGINE_ENGINE_NAIVE ? 1 : 2);
 }
 
-TEST_P(CApi, BadPushArgumentsAreRejectedAndNothingIsPushed) {
+TEST_P(EmbeddingCApi, BadPushArgumentsAreRejectedAndNothingIsPushed) {
   std::atomic<int> ran{0};
   depengine_var a = new_var(), b = new_var();
   const depengine_var both[] = {a, b};
@@ -373,7 +374,7 @@ TEST_P(CApi, BadPushArgumentsAreRejectedAndNothingIsPushed) {
 
 // ---------------------------------------------------------------- misuse: UNKNOWN_VAR
 
-TEST_P(CApi, NullAndForgedVariablesAreUnknown) {
+TEST_P(EmbeddingCApi, NullAndForgedVariablesAreUnknown) {
   std::atomic<int> ran{0};
   depengine_var a = new_var();
   const depengine_var null_var = DEPENGINE_NULL_VAR;
@@ -389,7 +390,7 @@ TEST_P(CApi, NullAndForgedVariablesAreUnknown) {
   EXPECT_EQ(ran.load(), 0);
 }
 
-TEST_P(CApi, VariableOfAnotherEngineIsUnknown) {
+TEST_P(EmbeddingCApi, VariableOfAnotherEngineIsUnknown) {
   depengine_engine* other = nullptr;
   ASSERT_EQ(depengine_engine_create(nullptr, &other), DEPENGINE_OK);
   depengine_var theirs = DEPENGINE_NULL_VAR;
@@ -402,7 +403,7 @@ TEST_P(CApi, VariableOfAnotherEngineIsUnknown) {
   EXPECT_EQ(a, 0);
 }
 
-TEST_P(CApi, DeletedVariableIsUnknown) {
+TEST_P(EmbeddingCApi, DeletedVariableIsUnknown) {
   std::atomic<int> ran{0};
   depengine_var a = new_var("a");
   ASSERT_EQ(depengine_delete_var(engine_, a, nullptr, nullptr), DEPENGINE_OK);
@@ -420,7 +421,7 @@ TEST_P(CApi, DeletedVariableIsUnknown) {
   EXPECT_EQ(ran.load(), 0);
 }
 
-TEST(CApiMisuse, VariableWhoseDeletionIsPendingIsUnknown) {
+TEST(EmbeddingCApiMisuse, VariableWhoseDeletionIsPendingIsUnknown) {
   depengine_engine* engine = nullptr;
   ASSERT_EQ(depengine_engine_create(nullptr, &engine), DEPENGINE_OK);
   depengine_var v = DEPENGINE_NULL_VAR;
@@ -443,7 +444,7 @@ TEST(CApiMisuse, VariableWhoseDeletionIsPendingIsUnknown) {
 
 // ---------------------------------------------------------------- misuse: BAD_STATE
 
-TEST_P(CApi, CompletionCalledTwiceIsRejected) {
+TEST_P(EmbeddingCApi, CompletionCalledTwiceIsRejected) {
   std::atomic<depengine_completion> handle{0};
   depengine_var v = new_var();
   auto start = [](void* data, depengine_op_context*, depengine_completion done) {
@@ -459,7 +460,7 @@ TEST_P(CApi, CompletionCalledTwiceIsRejected) {
   EXPECT_EQ(depengine_wait_to_read(engine_, v), DEPENGINE_OK) << "the late error changed nothing";
 }
 
-TEST_P(CApi, BlockingCallsInsideAnOperationAreRejected) {
+TEST_P(EmbeddingCApi, BlockingCallsInsideAnOperationAreRejected) {
   struct State {
     depengine_engine* engine;
     depengine_var v;
@@ -485,7 +486,7 @@ TEST_P(CApi, BlockingCallsInsideAnOperationAreRejected) {
   EXPECT_EQ(state.destroy, DEPENGINE_ERROR_BAD_STATE);
 }
 
-TEST_P(CApi, OpFailInsideAnAsyncOperationIsRejected) {
+TEST_P(EmbeddingCApi, OpFailInsideAnAsyncOperationIsRejected) {
   depengine_status status = DEPENGINE_OK;
   depengine_var v = new_var();
   auto start = [](void* data, depengine_op_context* ctx, depengine_completion done) {
@@ -503,7 +504,7 @@ TEST_P(CApi, OpFailInsideAnAsyncOperationIsRejected) {
 // build it is in (see capi/c_api.cpp).
 #if __has_include("depengine/profiler.h")
 
-TEST_P(CApi, ProfilerRecordsAndDumpsAChromeTrace) {
+TEST_P(EmbeddingCApi, ProfilerRecordsAndDumpsAChromeTrace) {
   const std::string path = ::testing::TempDir() + "embedding_c_api_trace.json";
   EXPECT_EQ(depengine_profiler_dump(engine_, path.c_str()), DEPENGINE_ERROR_BAD_STATE) << "nothing recorded yet";
   ASSERT_EQ(depengine_profiler_start(engine_), DEPENGINE_OK) << last_error();
@@ -527,7 +528,7 @@ TEST_P(CApi, ProfilerRecordsAndDumpsAChromeTrace) {
 
 #else
 
-TEST_P(CApi, ProfilerIsNotAvailableInThisBuild) {
+TEST_P(EmbeddingCApi, ProfilerIsNotAvailableInThisBuild) {
   EXPECT_EQ(depengine_profiler_start(engine_), DEPENGINE_ERROR_NOT_AVAILABLE);
   EXPECT_EQ(last_error(), "depengine_profiler_start: this build of depengine has no profiler");
   EXPECT_EQ(depengine_profiler_stop(engine_), DEPENGINE_ERROR_NOT_AVAILABLE);
@@ -536,7 +537,7 @@ TEST_P(CApi, ProfilerIsNotAvailableInThisBuild) {
 
 #endif
 
-TEST(CApiErrors, StatusNamesAndVersion) {
+TEST(EmbeddingCApiErrors, StatusNamesAndVersion) {
   EXPECT_STREQ(depengine_status_name(DEPENGINE_OK), "DEPENGINE_OK");
   EXPECT_STREQ(depengine_status_name(DEPENGINE_ERROR_INVALID_ARGUMENT), "DEPENGINE_ERROR_INVALID_ARGUMENT");
   EXPECT_STREQ(depengine_status_name(DEPENGINE_ERROR_UNKNOWN_VAR), "DEPENGINE_ERROR_UNKNOWN_VAR");
@@ -550,7 +551,7 @@ TEST(CApiErrors, StatusNamesAndVersion) {
   EXPECT_EQ(depengine_c_api_version(), DEPENGINE_C_API_VERSION);
 }
 
-TEST(CApiErrors, LastErrorIsPerThreadAndKeptBySuccessfulCalls) {
+TEST(EmbeddingCApiErrors, LastErrorIsPerThreadAndKeptBySuccessfulCalls) {
   EXPECT_EQ(depengine_wait_all(nullptr), DEPENGINE_ERROR_INVALID_ARGUMENT);
   const std::string mine = last_error();
   std::string other_thread = "unset";

@@ -7,7 +7,6 @@
 #include <atomic>
 #include <memory>
 #include <stdexcept>
-#include <thread>
 
 #include <depengine/engine.h>
 #include <depengine/executor.h>
@@ -24,7 +23,7 @@ using depengine::Var;
 
 constexpr Device kPoolDevice = Device::custom(0);
 
-TEST(CustomDevice, OperationsRunOnThePoolThreads) {
+TEST(EmbeddingCustomDevice, OperationsRunOnThePoolThreads) {
   FrameworkThreadPool pool(2);
   Engine engine({.cpu_threads = 2});
   engine.add_device(kPoolDevice, std::make_unique<ThreadPoolExecutor>(pool));
@@ -47,7 +46,7 @@ TEST(CustomDevice, OperationsRunOnThePoolThreads) {
   EXPECT_EQ(seen_device, kPoolDevice);
 }
 
-TEST(CustomDevice, DependenciesHoldAcrossDevices) {
+TEST(EmbeddingCustomDevice, DependenciesHoldAcrossDevices) {
   FrameworkThreadPool pool(2);
   Engine engine({.cpu_threads = 2});
   engine.add_device(kPoolDevice, std::make_unique<ThreadPoolExecutor>(pool));
@@ -66,7 +65,7 @@ TEST(CustomDevice, DependenciesHoldAcrossDevices) {
   EXPECT_EQ(value, expected);
 }
 
-TEST(CustomDevice, ErrorsPropagateFromThePool) {
+TEST(EmbeddingCustomDevice, ErrorsPropagateFromThePool) {
   FrameworkThreadPool pool(1);
   Engine engine({.cpu_threads = 1});
   engine.add_device(kPoolDevice, std::make_unique<ThreadPoolExecutor>(pool));
@@ -83,24 +82,23 @@ TEST(CustomDevice, ErrorsPropagateFromThePool) {
   EXPECT_FALSE(consumer_ran);
 }
 
-TEST(CustomDevice, AsyncOperationOnThePoolCompletesThroughItsCompletion) {
-  FrameworkThreadPool pool(1);
+TEST(EmbeddingCustomDevice, AsyncOperationOnThePoolCompletesThroughItsCompletion) {
+  FrameworkThreadPool pool(1), elsewhere(1);
   Engine engine({.cpu_threads = 1});
   engine.add_device(kPoolDevice, std::make_unique<ThreadPoolExecutor>(pool));
   Var v = engine.new_var();
   int value = 0;
-  std::thread completer;
   engine.push_async(
       [&](RunContext&, depengine::Completion done) {
-        completer = std::thread([&value, done = std::move(done)]() mutable {
+        // std::function jobs must be copyable; the Completion is not.
+        elsewhere.post([&value, done = std::make_shared<depengine::Completion>(std::move(done))] {
           value = 7;
-          done();
+          (*done)();
         });
       },
       {}, {v}, {.device = kPoolDevice});
   engine.wait_to_read(v);
   EXPECT_EQ(value, 7);
-  completer.join();
 }
 
 /// Counts what the engine asks of it, to check the shutdown contract.
@@ -115,7 +113,7 @@ class CountingExecutor : public ThreadPoolExecutor {
   int& completed_at_shutdown_;
 };
 
-TEST(CustomDevice, EngineShutsTheDeviceDownAfterEveryOperation) {
+TEST(EmbeddingCustomDevice, EngineShutsTheDeviceDownAfterEveryOperation) {
   FrameworkThreadPool pool(2);
   std::atomic<int> completed{0};
   int completed_at_shutdown = -1;
@@ -130,7 +128,7 @@ TEST(CustomDevice, EngineShutsTheDeviceDownAfterEveryOperation) {
   EXPECT_EQ(completed_at_shutdown, 50);
 }
 
-TEST(CustomDevice, FactoryCreatesDevicesOnFirstUse) {
+TEST(EmbeddingCustomDevice, FactoryCreatesDevicesOnFirstUse) {
   FrameworkThreadPool pool(1);
   std::atomic<int> created{0};
   // Index 1 exists, others do not (a factory returns null for those).

@@ -73,17 +73,17 @@ class IoThread {
 /// operation still fails instead of hanging.
 std::shared_ptr<Completion> share(Completion done) { return std::make_shared<Completion>(std::move(done)); }
 
-class ExternalOps : public ::testing::TestWithParam<EngineKind> {
+class EmbeddingExternalOps : public ::testing::TestWithParam<EngineKind> {
  protected:
   Engine engine_{{.kind = GetParam(), .cpu_threads = 1, .read_environment = false}};
 };
 
-INSTANTIATE_TEST_SUITE_P(Kinds, ExternalOps, ::testing::Values(EngineKind::Threaded, EngineKind::Naive),
+INSTANTIATE_TEST_SUITE_P(Kinds, EmbeddingExternalOps, ::testing::Values(EngineKind::Threaded, EngineKind::Naive),
                          [](const auto& info) {
                            return info.param == EngineKind::Naive ? std::string("Naive") : std::string("Threaded");
                          });
 
-TEST_P(ExternalOps, ReadOnAnIoThreadFeedsTheNextOperation) {
+TEST_P(EmbeddingExternalOps, ReadOnAnIoThreadFeedsTheNextOperation) {
   IoThread io;
   std::vector<int> buffer;
   int sum = 0;
@@ -101,7 +101,7 @@ TEST_P(ExternalOps, ReadOnAnIoThreadFeedsTheNextOperation) {
   EXPECT_EQ(sum, 10);
 }
 
-TEST_P(ExternalOps, ErrorReportedThroughTheCompletionPropagates) {
+TEST_P(EmbeddingExternalOps, ErrorReportedThroughTheCompletionPropagates) {
   IoThread io;
   Var vbuf = engine_.new_var("buffer"), vout = engine_.new_var("out");
   bool consumer_ran = false;
@@ -129,7 +129,7 @@ TEST_P(ExternalOps, ErrorReportedThroughTheCompletionPropagates) {
   EXPECT_TRUE(consumer_ran);
 }
 
-TEST_P(ExternalOps, CompletedFromCallbackOnAnotherThreadPool) {
+TEST_P(EmbeddingExternalOps, CompletedFromCallbackOnAnotherThreadPool) {
   // The callback chain runs two stages on the framework's pool before it
   // completes the operation.
   FrameworkThreadPool pool(2);
@@ -150,7 +150,7 @@ TEST_P(ExternalOps, CompletedFromCallbackOnAnotherThreadPool) {
   EXPECT_EQ(stage.load(), 2);
 }
 
-TEST_P(ExternalOps, CompletionMayBeCalledBeforeTheFunctionReturns) {
+TEST_P(EmbeddingExternalOps, CompletionMayBeCalledBeforeTheFunctionReturns) {
   Var v = engine_.new_var();
   int value = 0;
   engine_.push_async(
@@ -163,7 +163,7 @@ TEST_P(ExternalOps, CompletionMayBeCalledBeforeTheFunctionReturns) {
   EXPECT_EQ(value, 5);
 }
 
-TEST_P(ExternalOps, CompletionCalledTwiceThrows) {
+TEST_P(EmbeddingExternalOps, CompletionCalledTwiceThrows) {
   std::promise<std::string> second_call;
   Var v = engine_.new_var();
   engine_.push_async(
@@ -181,7 +181,7 @@ TEST_P(ExternalOps, CompletionCalledTwiceThrows) {
   EXPECT_NE(second_call.get_future().get().find("called twice"), std::string::npos);
 }
 
-TEST_P(ExternalOps, DroppedCompletionFailsTheOperationInsteadOfHanging) {
+TEST_P(EmbeddingExternalOps, DroppedCompletionFailsTheOperationInsteadOfHanging) {
   IoThread io;
   Var v = engine_.new_var();
   engine_.push_async(
@@ -198,7 +198,7 @@ TEST_P(ExternalOps, DroppedCompletionFailsTheOperationInsteadOfHanging) {
   }
 }
 
-TEST(ExternalOpsThreaded, NoEngineThreadWaitsForPendingExternalWork) {
+TEST(EmbeddingExternalOpsThreaded, NoEngineThreadWaitsForPendingExternalWork) {
   // One CPU worker. While the external operation is pending, an unrelated
   // operation must still run on it: the test releases the external work only
   // once that operation has run, so a worker held by the pending operation
