@@ -38,10 +38,11 @@ class FrameworkThreadPool {
   FrameworkThreadPool& operator=(const FrameworkThreadPool&) = delete;
 
   void post(std::function<void()> job) {
-    {
-      std::lock_guard lock(mutex_);
-      jobs_.push_back(std::move(job));
-    }
+    // Notify under the lock: the job may complete an operation whose waiter
+    // then destroys this pool, which must not happen while `post` still
+    // touches it.
+    std::lock_guard lock(mutex_);
+    jobs_.push_back(std::move(job));
     ready_.notify_one();
   }
 

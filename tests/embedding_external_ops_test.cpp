@@ -40,10 +40,8 @@ class IoThread {
     thread_.join();
   }
   void post(std::function<void()> job) {
-    {
-      std::lock_guard lock(mutex_);
-      jobs_.push_back(std::move(job));
-    }
+    std::lock_guard lock(mutex_);  // notify under it, see FrameworkThreadPool::post
+    jobs_.push_back(std::move(job));
     cv_.notify_one();
   }
 
