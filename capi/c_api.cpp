@@ -1,0 +1,633 @@
+// The C API (include/depengine/c_api.h) over the C++ Engine.
+//
+// Every entry point catches everything and turns it into a status code plus a
+// thread-local message. Misuse is classified by what the call can check
+// before reaching the engine; what the engine itself rejects is classified by
+// the exception type it documents (std::invalid_argument, std::logic_error).
+// Operation failures are told apart from misuse by type: every operation
+// pushed through this API fails with `OpFailure` and nothing else (a C
+// function cannot throw, and what a misbehaving one throws is rewrapped), and
+// skipped operations carry their predecessor's error, so what a wait rethrows
+// from an operation is always an OpFailure.
+
+#include "depengine/c_api.h"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include <boost/container/small_vector.hpp>
+
+#include "depengine/engine.h"
+#include "engine/engine_core.h"
+
+// The profiler is developed on another branch than this API; until both are
+// in the same tree, the profiler functions report DEPENGINE_ERROR_NOT_AVAILABLE.
+// Once profiler.h is always present, this switch can go.
+#if __has_include("depengine/profiler.h")
+#include "depengine/profiler.h"
+#define DEPENGINE_CAPI_HAS_PROFILER 1
+#else
+#define DEPENGINE_CAPI_HAS_PROFILER 0
+#endif
+
+struct depengine_engine {
+  explicit depengine_engine(const depengine::EngineOptions& options) : engine(options) {}
+  depengine::Engine engine;
+  // The engine's id, needed to turn handles back into Vars; learned from the
+  // first variable (no handle can be valid before one exists).
+  std::atomic<std::uint32_t> engine_id{0};
+#if DEPENGINE_CAPI_HAS_PROFILER
+  // Created by the first depengine_profiler_start. Declared after `engine`
+  // so that it is destroyed first, while the engine it records still lives.
+  // The mutex serializes start/stop/dump, which the Profiler requires.
+  std::mutex profiler_mutex;
+  std::unique_ptr<depengine::Profiler> profiler;
+#endif
+};
+
+struct depengine_op_context {
+  depengine::RunContext& run;
+  bool async;
+  std::optional<std::string> failure;
+};
+
+namespace {
+
+using depengine::Completion;
+using depengine::Var;
+
+/// The error of an operation pushed through the C API.
+class OpFailure : public std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+thread_local std::string t_last_error;
+
+depengine_status fail(depengine_status status, const std::string& message) noexcept {
+  try {
+    t_last_error = message;
+  } catch (...) {
+    t_last_error.clear();  // out of memory: the status still says what happened
+  }
+  return status;
+}
+
+depengine_status fail(depengine_status status, const char* call, const char* what) noexcept {
+  try {
+    return fail(status, std::string(call) + ": " + what);
+  } catch (...) {
+    return fail(status, std::string());
+  }
+}
+
+/// The status for the exception being handled. `invalid_argument` is what a
+/// std::invalid_argument from the engine means for the call at hand.
+depengine_status status_of_current_exception(const char* call,
+                                             depengine_status invalid_argument = DEPENGINE_ERROR_INVALID_ARGUMENT) noexcept {
+  try {
+    throw;
+  } catch (const OpFailure& e) {
+    return fail(DEPENGINE_ERROR_OPERATION_FAILED, e.what());
+  } catch (const std::bad_alloc&) {
+    return fail(DEPENGINE_ERROR_OUT_OF_MEMORY, call, "out of memory");
+  } catch (const std::length_error& e) {  // too many live variables
+    return fail(DEPENGINE_ERROR_OUT_OF_MEMORY, e.what());
+  } catch (const std::invalid_argument& e) {
+    return fail(invalid_argument, e.what());
+  } catch (const std::logic_error& e) {  // a blocking call inside an operation
+    return fail(DEPENGINE_ERROR_BAD_STATE, e.what());
+  } catch (const std::exception& e) {
+    return fail(DEPENGINE_ERROR_INTERNAL, e.what());
+  } catch (...) {
+    return fail(DEPENGINE_ERROR_INTERNAL, call, "unknown exception");
+  }
+}
+
+// ---------------------------------------------------------------- handles
+//
+// A variable handle packs a Var into 64 bits: bit 63 set (so 0 is never a
+// handle), 7 bits of the engine id (catches most handles passed to the wrong
+// engine), the 32-bit generation (catches deleted variables) and the slot,
+// which the engine's variable table keeps below 2^24.
+
+constexpr std::uint64_t kHandleBit = std::uint64_t{1} << 63;
+constexpr int kTagShift = 56;
+constexpr std::uint32_t kTagMask = 0x7F;
+constexpr int kGenerationShift = 24;
+constexpr std::uint32_t kSlotLimit = std::uint32_t{1} << kGenerationShift;
+
+depengine_var encode(Var var) {
+  if (var.slot() >= kSlotLimit) throw std::logic_error("depengine: variable slot does not fit a C handle");
+  return kHandleBit | (std::uint64_t{var.engine_id() & kTagMask} << kTagShift) |
+         (std::uint64_t{var.generation()} << kGenerationShift) | var.slot();
+}
+
+/// The Var behind `handle`, or nullopt when it cannot be one of `engine`'s.
+std::optional<Var> decode(const depengine_engine& engine, depengine_var handle) {
+  const std::uint32_t id = engine.engine_id.load(std::memory_order_relaxed);
+  if ((handle & kHandleBit) == 0 || id == 0 || ((handle >> kTagShift) & kTagMask) != (id & kTagMask)) {
+    return std::nullopt;
+  }
+  return Var(id, static_cast<std::uint32_t>(handle & (kSlotLimit - 1)),
+             static_cast<std::uint32_t>(handle >> kGenerationShift));
+}
+
+// ---------------------------------------------------------------- completions
+//
+// A completion handle is a number looked up here, not a pointer, so that a
+// second depengine_complete finds nothing and reports it instead of touching
+// freed memory. Numbers are never reused.
+
+class CompletionTable {
+ public:
+  depengine_completion add(Completion done) {
+    std::lock_guard lock(mutex_);
+    const depengine_completion id = next_id_++;
+    pending_.emplace(id, std::move(done));
+    return id;
+  }
+
+  std::optional<Completion> take(depengine_completion id) {
+    std::lock_guard lock(mutex_);
+    auto it = pending_.find(id);
+    if (it == pending_.end()) return std::nullopt;
+    Completion done = std::move(it->second);
+    pending_.erase(it);
+    return done;
+  }
+
+ private:
+  std::mutex mutex_;
+  depengine_completion next_id_ = 1;
+  std::unordered_map<depengine_completion, Completion> pending_;
+};
+
+CompletionTable& completions() {
+  // Never destroyed: at process exit, engine threads may still complete
+  // operations while static destructors run.
+  static auto* table = new CompletionTable;
+  return *table;
+}
+
+// ---------------------------------------------------------------- pushing
+
+using VarBuffer = boost::container::small_vector<Var, 8>;
+
+/// Checks what a push can check before reaching the engine, and fills
+/// `reads_out` / `writes_out` and `options_out`.
+depengine_status prepare_push(const char* call, depengine_engine* engine, bool fn_is_null,
+                              const depengine_var* reads, std::size_t num_reads, const depengine_var* writes,
+                              std::size_t num_writes, const depengine_push_options* options,
+                              VarBuffer& reads_out, VarBuffer& writes_out, depengine::PushOptions& options_out) {
+  if (engine == nullptr) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "null engine");
+  if (fn_is_null) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "null function");
+  if ((reads == nullptr && num_reads > 0) || (writes == nullptr && num_writes > 0)) {
+    return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "null variable array with a non-zero count");
+  }
+  if (options != nullptr) {
+    if (options->struct_size != sizeof(depengine_push_options)) {
+      return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call,
+                  "push options not initialized with depengine_push_options_init");
+    }
+    if (options->device_kind < DEPENGINE_DEVICE_CPU || options->device_kind > DEPENGINE_DEVICE_CUSTOM) {
+      return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "unknown device kind");
+    }
+    options_out.priority = options->priority;
+    if (options->name != nullptr) options_out.name = options->name;
+    options_out.device = {static_cast<depengine::DeviceKind>(options->device_kind), options->device_index};
+  }
+
+  auto convert = [&](const depengine_var* handles, std::size_t n, const char* list, VarBuffer& out) {
+    out.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      std::optional<Var> var = decode(*engine, handles[i]);
+      if (!var) {
+        fail(DEPENGINE_ERROR_UNKNOWN_VAR, std::string(call) + ": variable " + std::to_string(i) + " of its " +
+                                              list + (handles[i] == DEPENGINE_NULL_VAR ? " is null"
+                                                                                       : " is not a variable of this engine"));
+        return false;
+      }
+      out.push_back(*var);
+    }
+    return true;
+  };
+  if (!convert(reads, num_reads, "reads", reads_out) || !convert(writes, num_writes, "writes", writes_out)) {
+    return DEPENGINE_ERROR_UNKNOWN_VAR;
+  }
+
+  // Duplicates are checked here rather than left to the engine so that what
+  // the engine rejects afterwards is only a bad device or a deleted variable.
+  boost::container::small_vector<depengine_var, 16> all(reads, reads + num_reads);
+  all.insert(all.end(), writes, writes + num_writes);
+  std::sort(all.begin(), all.end());
+  if (auto dup = std::adjacent_find(all.begin(), all.end()); dup != all.end()) {
+    const bool in_reads = std::count(reads, reads + num_reads, *dup) > 0;
+    const bool in_writes = std::count(writes, writes + num_writes, *dup) > 0;
+    return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call,
+                in_reads && in_writes ? "a variable is listed in both reads and writes" : "a variable is listed twice");
+  }
+  return DEPENGINE_OK;
+}
+
+/// The status of a push the engine rejected: for a present device, only a
+/// deleted variable remains.
+depengine_status push_rejected(const char* call, depengine_engine* engine, const depengine::PushOptions& options) {
+  try {
+    throw;
+  } catch (const std::invalid_argument&) {
+    return status_of_current_exception(call, engine->engine.has_device(options.device)
+                                                 ? DEPENGINE_ERROR_UNKNOWN_VAR
+                                                 : DEPENGINE_ERROR_INVALID_ARGUMENT);
+  } catch (...) {
+    return status_of_current_exception(call);
+  }
+}
+
+/// What a misbehaving C function threw, as the operation's failure.
+OpFailure rewrap_current_exception() {
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    return OpFailure(e.what());
+  } catch (...) {
+    return OpFailure("an operation's function threw a non-standard exception");
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+int depengine_c_api_version(void) noexcept { return DEPENGINE_C_API_VERSION; }
+
+const char* depengine_last_error(void) noexcept { return t_last_error.c_str(); }
+
+const char* depengine_status_name(depengine_status status) noexcept {
+  switch (status) {
+    case DEPENGINE_OK:
+      return "DEPENGINE_OK";
+    case DEPENGINE_ERROR_INVALID_ARGUMENT:
+      return "DEPENGINE_ERROR_INVALID_ARGUMENT";
+    case DEPENGINE_ERROR_UNKNOWN_VAR:
+      return "DEPENGINE_ERROR_UNKNOWN_VAR";
+    case DEPENGINE_ERROR_OPERATION_FAILED:
+      return "DEPENGINE_ERROR_OPERATION_FAILED";
+    case DEPENGINE_ERROR_BAD_STATE:
+      return "DEPENGINE_ERROR_BAD_STATE";
+    case DEPENGINE_ERROR_NOT_AVAILABLE:
+      return "DEPENGINE_ERROR_NOT_AVAILABLE";
+    case DEPENGINE_ERROR_OUT_OF_MEMORY:
+      return "DEPENGINE_ERROR_OUT_OF_MEMORY";
+    case DEPENGINE_ERROR_INTERNAL:
+      return "DEPENGINE_ERROR_INTERNAL";
+    case DEPENGINE_ERROR_IO:
+      return "DEPENGINE_ERROR_IO";
+  }
+  return "unknown depengine_status";
+}
+
+// ---------------------------------------------------------------- engines
+
+depengine_status depengine_engine_options_init(depengine_engine_options* options) noexcept {
+  if (options == nullptr) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, "depengine_engine_options_init", "null options");
+  const depengine::EngineOptions defaults;
+  options->struct_size = sizeof(depengine_engine_options);
+  options->kind = DEPENGINE_ENGINE_THREADED;
+  options->cpu_threads = defaults.cpu_threads;
+  options->max_ops_in_flight = defaults.max_ops_in_flight;
+  options->read_environment = defaults.read_environment ? 1 : 0;
+  return DEPENGINE_OK;
+}
+
+depengine_status depengine_engine_create(const depengine_engine_options* options, depengine_engine** engine) noexcept {
+  constexpr const char* call = "depengine_engine_create";
+  if (engine == nullptr) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "null output pointer");
+  depengine::EngineOptions cpp_options;
+  if (options != nullptr) {
+    if (options->struct_size != sizeof(depengine_engine_options)) {
+      return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call,
+                  "engine options not initialized with depengine_engine_options_init");
+    }
+    if (options->kind != DEPENGINE_ENGINE_THREADED && options->kind != DEPENGINE_ENGINE_NAIVE) {
+      return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "unknown engine kind");
+    }
+    cpp_options.kind =
+        options->kind == DEPENGINE_ENGINE_NAIVE ? depengine::EngineKind::Naive : depengine::EngineKind::Threaded;
+    cpp_options.cpu_threads = options->cpu_threads;
+    cpp_options.max_ops_in_flight = options->max_ops_in_flight;
+    cpp_options.read_environment = options->read_environment != 0;
+  }
+  try {
+    *engine = new depengine_engine(cpp_options);
+    return DEPENGINE_OK;
+  } catch (...) {
+    return status_of_current_exception(call);
+  }
+}
+
+depengine_status depengine_engine_destroy(depengine_engine* engine) noexcept {
+  constexpr const char* call = "depengine_engine_destroy";
+  if (engine == nullptr) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "null engine");
+  // The destructor waits for every operation, the running one included.
+  if (depengine::EngineCore::in_operation()) {
+    return fail(DEPENGINE_ERROR_BAD_STATE, call, "called from inside an operation; this would deadlock the engine");
+  }
+  delete engine;
+  return DEPENGINE_OK;
+}
+
+depengine_status depengine_engine_cpu_threads(const depengine_engine* engine, int* threads) noexcept {
+  constexpr const char* call = "depengine_engine_cpu_threads";
+  if (engine == nullptr) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "null engine");
+  if (threads == nullptr) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "null output pointer");
+  *threads = engine->engine.cpu_threads();
+  return DEPENGINE_OK;
+}
+
+// ---------------------------------------------------------------- variables
+
+depengine_status depengine_new_var(depengine_engine* engine, const char* name, depengine_var* var) noexcept {
+  constexpr const char* call = "depengine_new_var";
+  if (engine == nullptr) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "null engine");
+  if (var == nullptr) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "null output pointer");
+  try {
+    const Var created = engine->engine.new_var(name != nullptr ? name : "");
+    engine->engine_id.store(created.engine_id(), std::memory_order_relaxed);
+    *var = encode(created);
+    return DEPENGINE_OK;
+  } catch (...) {
+    return status_of_current_exception(call);
+  }
+}
+
+depengine_status depengine_delete_var(depengine_engine* engine, depengine_var var, depengine_release_fn release,
+                                      void* user_data) noexcept {
+  constexpr const char* call = "depengine_delete_var";
+  if (engine == nullptr) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "null engine");
+  const std::optional<Var> cpp_var = decode(*engine, var);
+  if (!cpp_var) return fail(DEPENGINE_ERROR_UNKNOWN_VAR, call, "not a variable of this engine");
+  try {
+    depengine::ReleaseFn on_release;
+    if (release != nullptr) on_release = [release, user_data] { release(user_data); };
+    engine->engine.delete_var(*cpp_var, std::move(on_release));
+    return DEPENGINE_OK;
+  } catch (...) {
+    // The engine rejects only unknown variables with invalid_argument here.
+    return status_of_current_exception(call, DEPENGINE_ERROR_UNKNOWN_VAR);
+  }
+}
+
+// ---------------------------------------------------------------- operations
+
+depengine_status depengine_push_options_init(depengine_push_options* options) noexcept {
+  if (options == nullptr) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, "depengine_push_options_init", "null options");
+  options->struct_size = sizeof(depengine_push_options);
+  options->priority = 0;
+  options->name = nullptr;
+  options->device_kind = DEPENGINE_DEVICE_CPU;
+  options->device_index = 0;
+  return DEPENGINE_OK;
+}
+
+depengine_status depengine_push(depengine_engine* engine, depengine_op_fn fn, void* user_data,
+                                const depengine_var* reads, size_t num_reads, const depengine_var* writes,
+                                size_t num_writes, const depengine_push_options* options) noexcept {
+  constexpr const char* call = "depengine_push";
+  VarBuffer cpp_reads, cpp_writes;
+  depengine::PushOptions cpp_options;
+  try {
+    const depengine_status checked = prepare_push(call, engine, fn == nullptr, reads, num_reads, writes, num_writes,
+                                                  options, cpp_reads, cpp_writes, cpp_options);
+    if (checked != DEPENGINE_OK) return checked;
+  } catch (...) {
+    return status_of_current_exception(call);
+  }
+  try {
+    engine->engine.push(
+        [fn, user_data](depengine::RunContext& run) {
+          depengine_op_context ctx{run, false, std::nullopt};
+          try {
+            fn(user_data, &ctx);
+          } catch (...) {
+            throw rewrap_current_exception();
+          }
+          if (ctx.failure) throw OpFailure(*ctx.failure);
+        },
+        std::span<const Var>(cpp_reads.data(), cpp_reads.size()),
+        std::span<const Var>(cpp_writes.data(), cpp_writes.size()), cpp_options);
+    return DEPENGINE_OK;
+  } catch (...) {
+    return push_rejected(call, engine, cpp_options);
+  }
+}
+
+depengine_status depengine_push_async(depengine_engine* engine, depengine_async_op_fn fn, void* user_data,
+                                      const depengine_var* reads, size_t num_reads, const depengine_var* writes,
+                                      size_t num_writes, const depengine_push_options* options) noexcept {
+  constexpr const char* call = "depengine_push_async";
+  VarBuffer cpp_reads, cpp_writes;
+  depengine::PushOptions cpp_options;
+  try {
+    const depengine_status checked = prepare_push(call, engine, fn == nullptr, reads, num_reads, writes, num_writes,
+                                                  options, cpp_reads, cpp_writes, cpp_options);
+    if (checked != DEPENGINE_OK) return checked;
+  } catch (...) {
+    return status_of_current_exception(call);
+  }
+  try {
+    engine->engine.push_async(
+        [fn, user_data](depengine::RunContext& run, Completion done) {
+          depengine_completion handle = 0;
+          try {
+            handle = completions().add(std::move(done));
+          } catch (...) {
+            if (done) done(std::make_exception_ptr(rewrap_current_exception()));
+            return;
+          }
+          depengine_op_context ctx{run, true, std::nullopt};
+          try {
+            fn(user_data, &ctx, handle);
+          } catch (...) {
+            // Fail the operation with what was thrown, unless the function
+            // completed it before throwing.
+            if (std::optional<Completion> pending = completions().take(handle)) {
+              (*pending)(std::make_exception_ptr(rewrap_current_exception()));
+            }
+          }
+        },
+        std::span<const Var>(cpp_reads.data(), cpp_reads.size()),
+        std::span<const Var>(cpp_writes.data(), cpp_writes.size()), cpp_options);
+    return DEPENGINE_OK;
+  } catch (...) {
+    return push_rejected(call, engine, cpp_options);
+  }
+}
+
+depengine_status depengine_complete(depengine_completion done, const char* error_message) noexcept {
+  constexpr const char* call = "depengine_complete";
+  try {
+    std::optional<Completion> pending = completions().take(done);
+    if (!pending) {
+      return fail(DEPENGINE_ERROR_BAD_STATE, call,
+                  "this completion was already called, or is not a completion handle");
+    }
+    (*pending)(error_message != nullptr ? std::make_exception_ptr(OpFailure(error_message)) : nullptr);
+    return DEPENGINE_OK;
+  } catch (...) {
+    return status_of_current_exception(call);
+  }
+}
+
+depengine_status depengine_op_fail(depengine_op_context* ctx, const char* message) noexcept {
+  constexpr const char* call = "depengine_op_fail";
+  if (ctx == nullptr) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "null context");
+  if (ctx->async) {
+    return fail(DEPENGINE_ERROR_BAD_STATE, call,
+                "an asynchronous operation reports its failure through depengine_complete");
+  }
+  try {
+    ctx->failure.emplace(message != nullptr ? message : "operation failed");
+    return DEPENGINE_OK;
+  } catch (...) {
+    return status_of_current_exception(call);
+  }
+}
+
+depengine_status depengine_op_device(const depengine_op_context* ctx, depengine_device_kind* kind, int* index) noexcept {
+  if (ctx == nullptr) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, "depengine_op_device", "null context");
+  if (kind != nullptr) *kind = static_cast<depengine_device_kind>(ctx->run.device.kind);
+  if (index != nullptr) *index = ctx->run.device.index;
+  return DEPENGINE_OK;
+}
+
+depengine_status depengine_op_stream(const depengine_op_context* ctx, void** stream) noexcept {
+  constexpr const char* call = "depengine_op_stream";
+  if (ctx == nullptr) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "null context");
+  if (stream == nullptr) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "null output pointer");
+  *stream = ctx->run.stream;
+  return DEPENGINE_OK;
+}
+
+// ---------------------------------------------------------------- waiting
+
+depengine_status depengine_wait_to_read(depengine_engine* engine, depengine_var var) noexcept {
+  constexpr const char* call = "depengine_wait_to_read";
+  if (engine == nullptr) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "null engine");
+  const std::optional<Var> cpp_var = decode(*engine, var);
+  if (!cpp_var) return fail(DEPENGINE_ERROR_UNKNOWN_VAR, call, "not a variable of this engine");
+  try {
+    engine->engine.wait_to_read(*cpp_var);
+    return DEPENGINE_OK;
+  } catch (...) {
+    return status_of_current_exception(call, DEPENGINE_ERROR_UNKNOWN_VAR);
+  }
+}
+
+depengine_status depengine_wait_to_write(depengine_engine* engine, depengine_var var) noexcept {
+  constexpr const char* call = "depengine_wait_to_write";
+  if (engine == nullptr) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "null engine");
+  const std::optional<Var> cpp_var = decode(*engine, var);
+  if (!cpp_var) return fail(DEPENGINE_ERROR_UNKNOWN_VAR, call, "not a variable of this engine");
+  try {
+    engine->engine.wait_to_write(*cpp_var);
+    return DEPENGINE_OK;
+  } catch (...) {
+    return status_of_current_exception(call, DEPENGINE_ERROR_UNKNOWN_VAR);
+  }
+}
+
+depengine_status depengine_wait_all(depengine_engine* engine) noexcept {
+  constexpr const char* call = "depengine_wait_all";
+  if (engine == nullptr) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "null engine");
+  try {
+    engine->engine.wait_all();
+    return DEPENGINE_OK;
+  } catch (...) {
+    return status_of_current_exception(call);
+  }
+}
+
+// ---------------------------------------------------------------- profiler
+
+#if DEPENGINE_CAPI_HAS_PROFILER
+
+depengine_status depengine_profiler_start(depengine_engine* engine) noexcept {
+  constexpr const char* call = "depengine_profiler_start";
+  if (engine == nullptr) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "null engine");
+  try {
+    std::lock_guard lock(engine->profiler_mutex);
+    if (!engine->profiler) engine->profiler = std::make_unique<depengine::Profiler>(engine->engine);
+    engine->profiler->start();  // std::logic_error: DEPENGINE_PROFILE already records this engine
+    return DEPENGINE_OK;
+  } catch (...) {
+    return status_of_current_exception(call);
+  }
+}
+
+depengine_status depengine_profiler_stop(depengine_engine* engine) noexcept {
+  constexpr const char* call = "depengine_profiler_stop";
+  if (engine == nullptr) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "null engine");
+  try {
+    std::lock_guard lock(engine->profiler_mutex);
+    if (engine->profiler) engine->profiler->stop();
+    return DEPENGINE_OK;
+  } catch (...) {
+    return status_of_current_exception(call);
+  }
+}
+
+depengine_status depengine_profiler_dump(depengine_engine* engine, const char* path) noexcept {
+  constexpr const char* call = "depengine_profiler_dump";
+  if (engine == nullptr) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "null engine");
+  if (path == nullptr) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "null path");
+  try {
+    std::lock_guard lock(engine->profiler_mutex);
+    if (!engine->profiler) {
+      return fail(DEPENGINE_ERROR_BAD_STATE, call, "nothing recorded: call depengine_profiler_start first");
+    }
+    try {
+      engine->profiler->write_trace(path);
+    } catch (const std::runtime_error& e) {  // the file cannot be written
+      return fail(DEPENGINE_ERROR_IO, e.what());
+    }
+    return DEPENGINE_OK;
+  } catch (...) {
+    return status_of_current_exception(call);
+  }
+}
+
+#else
+
+depengine_status depengine_profiler_start(depengine_engine* engine) noexcept {
+  constexpr const char* call = "depengine_profiler_start";
+  if (engine == nullptr) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "null engine");
+  return fail(DEPENGINE_ERROR_NOT_AVAILABLE, call, "this build of depengine has no profiler");
+}
+
+depengine_status depengine_profiler_stop(depengine_engine* engine) noexcept {
+  constexpr const char* call = "depengine_profiler_stop";
+  if (engine == nullptr) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "null engine");
+  return fail(DEPENGINE_ERROR_NOT_AVAILABLE, call, "this build of depengine has no profiler");
+}
+
+depengine_status depengine_profiler_dump(depengine_engine* engine, const char* path) noexcept {
+  constexpr const char* call = "depengine_profiler_dump";
+  if (engine == nullptr) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "null engine");
+  if (path == nullptr) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "null path");
+  return fail(DEPENGINE_ERROR_NOT_AVAILABLE, call, "this build of depengine has no profiler");
+}
+
+#endif
+
+}  // extern "C"
