@@ -83,6 +83,18 @@ foreach(_lib IN LISTS _depengine_all_libs)
     set(_package CUDAToolkit)
   endif()
   string(APPEND DEPENGINE_FIND_DEPENDENCIES "find_dependency(${_package})\n")
+  # PkgConfig::NAME targets come from pkg_check_modules, which an area
+  # recorded as NAME=module in DEPENGINE_PKG_CONFIG_MODULES.
+  if(_package STREQUAL "PkgConfig" AND _lib MATCHES "^PkgConfig::(.+)$")
+    set(_prefix ${CMAKE_MATCH_1})
+    get_property(_pc_modules GLOBAL PROPERTY DEPENGINE_PKG_CONFIG_MODULES)
+    foreach(_entry IN LISTS _pc_modules)
+      if(_entry MATCHES "^${_prefix}=(.+)$")
+        string(APPEND DEPENGINE_FIND_DEPENDENCIES
+          "pkg_check_modules(${_prefix} REQUIRED QUIET IMPORTED_TARGET ${CMAKE_MATCH_1})\n")
+      endif()
+    endforeach()
+  endif()
   if(_lib STREQUAL "Threads::Threads")
     list(APPEND _depengine_pc_private_libs "-pthread")
   elseif(TARGET ${_lib})
