@@ -46,28 +46,30 @@ enum class OpKind : std::uint8_t {
 inline constexpr std::uint32_t kAsyncInvoking = 1;
 inline constexpr std::uint32_t kAsyncDropped = 2;
 
-struct OpBlock {
+struct alignas(64) OpBlock {
+  // Hot: what every push, dispatch and completion touches, packed together
+  // (the block changes cores between the frontend and a worker, so every
+  // line touched costs a cache miss).
   EngineCore* engine = nullptr;
+  Executor* executor = nullptr;
+  std::atomic<int> pending{0};
   OpKind kind = OpKind::Sync;
+  OpProperty property = OpProperty::Normal;
+  bool device_uses_fences = false;
+  int priority = 0;
+  Device device;
+  // Entries, sorted by variable address (the lock order).
+  std::vector<Entry> entries;
+  std::vector<Fence> fences;  // union of the entries' fences, when ready
+  std::exception_ptr error;   // why the operation failed or was skipped
   OpFn fn;
+
+  // Cold: other kinds of operation, names, profiling.
   AsyncOpFn async_fn;
   ReleaseFn release;
   WaitSignal* signal = nullptr;
-
-  // Entries, sorted by variable address (the lock order).
-  std::vector<Entry> entries;
-  std::atomic<int> pending{0};
-
-  int priority = 0;
-  Device device;
-  OpProperty property = OpProperty::Normal;
   std::string name;
-  Executor* executor = nullptr;
-  bool device_uses_fences = false;
-
-  std::exception_ptr error;   // why the operation failed or was skipped
-  std::vector<Fence> fences;  // union of the entries' fences, when ready
-  Fence launch_fence;         // set by ReadyOp::launched
+  Fence launch_fence;  // set by ReadyOp::launched
   // Completion ticket: odd while a Completion may complete the op, so that a
   // second call (or a call on a recycled block) is detected.
   std::atomic<std::uint64_t> ticket{0};
@@ -83,17 +85,19 @@ struct OpBlock {
 
   void clear_for_reuse() {
     fn.reset();
+    entries.clear();
+    executor = nullptr;
+    device_uses_fences = false;
+    signal = nullptr;
+    // The common case: a plain op that ran, which set nothing cold (its name
+    // is overwritten by the next push).
+    if (kind == OpKind::Sync && !error && fences.empty() && !launch_fence.event) return;
     async_fn.reset();
     release.reset();
-    signal = nullptr;
-    for (Entry& e : entries) e.fences.clear();
-    entries.clear();
     name.clear();
     error = nullptr;
     fences.clear();
     launch_fence = Fence{};
-    executor = nullptr;
-    device_uses_fences = false;
   }
 };
 

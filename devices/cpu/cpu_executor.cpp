@@ -28,7 +28,8 @@ CpuExecutor::CpuExecutor(EngineCore& engine, int threads)
                        ? std::make_unique<oneapi::tbb::global_control>(
                              oneapi::tbb::global_control::max_allowed_parallelism, threads + 1)
                        : nullptr),
-      arena_(threads, /*reserved_for_masters=*/0) {}
+      arena_(threads, /*reserved_for_masters=*/0),
+      queue_(static_cast<std::size_t>(threads)) {}
 
 CpuExecutor::~CpuExecutor() { shutdown(); }
 
@@ -56,17 +57,20 @@ void CpuExecutor::start_worker_if_needed() {
 void CpuExecutor::worker_loop() {
   const CpuExecutor* previous = t_worker_of;
   t_worker_of = this;
+  // Ops taken from the queue in one go: one consumer hand-off for several
+  // small ops.
+  OpBlock* batch[kMaxBatch];
   for (;;) {
-    OpBlock* op = queue_.pop();
-    if (op == nullptr) {
+    std::size_t count = queue_.pop(batch, kMaxBatch);
+    if (count == 0) {
       engine_.on_cpu_idle();
       const auto give_up = std::chrono::steady_clock::now() + kIdleSpin;
       do {
         for (int i = 0; i < 16; ++i) cpu_relax();
-        op = queue_.pop();
-      } while (op == nullptr && std::chrono::steady_clock::now() < give_up);
+        count = queue_.pop(batch, kMaxBatch);
+      } while (count == 0 && std::chrono::steady_clock::now() < give_up);
     }
-    if (op == nullptr) {
+    if (count == 0) {
       active_.fetch_sub(1, std::memory_order_seq_cst);
       // A submit that saw us active did not start a worker: look once more.
       if (!queue_.maybe_nonempty()) break;
@@ -78,7 +82,7 @@ void CpuExecutor::worker_loop() {
       if (!rejoined) break;
       continue;
     }
-    run_chain(op);
+    for (std::size_t i = 0; i < count; ++i) run_chain(batch[i]);
   }
   t_worker_of = previous;
   running_tasks_.fetch_sub(1, std::memory_order_release);  // last touch of *this

@@ -40,6 +40,8 @@ class CpuExecutor final : public Executor {
   bool on_worker_thread() const;
 
  private:
+  static constexpr std::size_t kMaxBatch = 16;
+
   void start_worker_if_needed();
   void worker_loop();
   void run_chain(OpBlock* op);

@@ -1,5 +1,7 @@
 #include "devices/cpu/ready_queue.h"
 
+#include <algorithm>
+
 namespace depengine::detail {
 namespace {
 
@@ -16,7 +18,7 @@ thread_local RingCache t_ring_cache;
 
 }  // namespace
 
-ReadyQueue::ReadyQueue() : id_(g_next_queue_id.fetch_add(1, std::memory_order_relaxed)) {}
+ReadyQueue::ReadyQueue(std::size_t consumers) : consumers_(consumers), id_(g_next_queue_id.fetch_add(1, std::memory_order_relaxed)) {}
 
 ReadyQueue::~ReadyQueue() {
   for (auto& ring : rings_) delete ring.load(std::memory_order_relaxed);
@@ -70,31 +72,35 @@ void ReadyQueue::push(OpBlock* op) {
   spill_size_.fetch_add(1, std::memory_order_seq_cst);
 }
 
-OpBlock* ReadyQueue::pop_ring(Ring& ring) {
-  if (!ring.maybe_nonempty.load(std::memory_order_seq_cst)) return nullptr;
-  if (ring.consumer_busy.exchange(true, std::memory_order_acquire)) return nullptr;
-  OpBlock* op = nullptr;
-  if (!ring.queue.pop(op)) {
+std::size_t ReadyQueue::pop_ring(Ring& ring, OpBlock** out, std::size_t max) {
+  if (!ring.maybe_nonempty.load(std::memory_order_seq_cst)) return 0;
+  if (ring.consumer_busy.exchange(true, std::memory_order_acquire)) return 0;
+  // Take a share of what is queued, not all of it: other workers get theirs.
+  const std::size_t share = ring.queue.read_available() / consumers_;
+  std::size_t n = ring.queue.pop(out, std::clamp<std::size_t>(share, 1, max));
+  if (n == 0) {
     // Clear the hint, then look again: a push racing with the clear either
     // is seen here or sets the hint again.
     ring.maybe_nonempty.store(false, std::memory_order_seq_cst);
-    if (!ring.queue.pop(op)) op = nullptr;
-    else ring.maybe_nonempty.store(true, std::memory_order_seq_cst);
+    n = ring.queue.pop(out, 1);
+    if (n != 0) ring.maybe_nonempty.store(true, std::memory_order_seq_cst);
   }
   ring.consumer_busy.store(false, std::memory_order_release);
-  return op;
+  return n;
 }
 
-OpBlock* ReadyQueue::pop_rings() {
+std::size_t ReadyQueue::pop_rings(OpBlock** out, std::size_t max) {
   const std::size_t n = ring_count_.load(std::memory_order_acquire);
-  if (n == 0) return nullptr;
-  // Start at a rotating ring so that consumers spread over producers.
-  const std::size_t start = scan_start_.fetch_add(1, std::memory_order_relaxed) % n;
+  if (n == 0) return 0;
+  // Start at a rotating ring so that consumers spread over producers; the
+  // rotation is per thread, not a shared counter every pop would contend on.
+  thread_local std::size_t rotation = 0;
+  const std::size_t start = rotation++ % n;
   for (std::size_t i = 0; i < n; ++i) {
     Ring* ring = rings_[(start + i) % n].load(std::memory_order_acquire);
-    if (OpBlock* op = pop_ring(*ring)) return op;
+    if (std::size_t got = pop_ring(*ring, out, max)) return got;
   }
-  return nullptr;
+  return 0;
 }
 
 OpBlock* ReadyQueue::pop_spill() {
@@ -118,11 +124,16 @@ OpBlock* ReadyQueue::pop_heap(bool positive_only) {
   return op;
 }
 
-OpBlock* ReadyQueue::pop() {
-  if (OpBlock* op = pop_heap(/*positive_only=*/true)) return op;
-  if (OpBlock* op = pop_rings()) return op;
-  if (OpBlock* op = pop_spill()) return op;
-  return pop_heap(/*positive_only=*/false);
+std::size_t ReadyQueue::pop(OpBlock** out, std::size_t max) {
+  auto one = [&](OpBlock* op) -> std::size_t {
+    if (op == nullptr) return 0;
+    out[0] = op;
+    return 1;
+  };
+  if (one(pop_heap(/*positive_only=*/true))) return 1;
+  if (std::size_t got = pop_rings(out, max)) return got;
+  if (one(pop_spill())) return 1;
+  return one(pop_heap(/*positive_only=*/false));
 }
 
 bool ReadyQueue::maybe_nonempty() const {

@@ -25,19 +25,21 @@ namespace depengine::detail {
 
 class ReadyQueue {
  public:
-  ReadyQueue();
+  /// `consumers`: how many threads pop, so that a pop takes only its share.
+  explicit ReadyQueue(std::size_t consumers);
   ~ReadyQueue();
 
   void push(OpBlock* op);
-  /// The next operation to run, or null when none is queued.
-  OpBlock* pop();
+  /// Takes up to `max` operations to run (a fair share of a ring, or one
+  /// prioritized op) into `out`; returns how many, 0 when none is queued.
+  std::size_t pop(OpBlock** out, std::size_t max);
   /// True if some operation may be queued (exact after a seq_cst fence on
   /// both sides; used to avoid losing a wake-up).
   bool maybe_nonempty() const;
 
  private:
   struct Ring {
-    boost::lockfree::spsc_queue<OpBlock*, boost::lockfree::capacity<1024>> queue;
+    boost::lockfree::spsc_queue<OpBlock*, boost::lockfree::capacity<8192>> queue;
     std::atomic<bool> consumer_busy{false};
     std::atomic<bool> maybe_nonempty{false};
   };
@@ -50,18 +52,18 @@ class ReadyQueue {
   };
 
   Ring* my_ring();
-  static OpBlock* pop_ring(Ring& ring);
-  OpBlock* pop_rings();
+  std::size_t pop_ring(Ring& ring, OpBlock** out, std::size_t max);
+  std::size_t pop_rings(OpBlock** out, std::size_t max);
   OpBlock* pop_spill();
   OpBlock* pop_heap(bool positive_only);
 
   static constexpr std::size_t kMaxRings = 256;
 
+  const std::size_t consumers_;
   const std::uint64_t id_;
   std::array<std::atomic<Ring*>, kMaxRings> rings_{};
   std::atomic<std::size_t> ring_count_{0};
   std::mutex rings_mutex_;
-  std::atomic<std::uint32_t> scan_start_{0};
 
   // Ready operations are unordered among themselves, so whatever does not
   // fit a ring (a full ring, a thread beyond kMaxRings) may wait here.
