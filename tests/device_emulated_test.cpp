@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <chrono>
 #include <depengine/emulated_device.h>
 #include <depengine/engine.h>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -225,21 +227,30 @@ TEST(EmulatedDevice, AsyncOpCompletesFromItsCallback) {
   Engine engine;
   add_emulated_device(engine, 0);
   int x = 0, y = 0;
-  std::thread completer;
+  std::mutex mutex;
+  std::condition_variable handed_over;
+  std::optional<Completion> pending;
   Var vx = engine.new_var("x"), vy = engine.new_var("y");
   engine.push([&](RunContext&) { x = 1; }, {}, {vx}, {.device = kGpu});
   engine.push_async(
       [&](RunContext& ctx, Completion done) {
         EXPECT_EQ(stream_of(ctx).role(), StreamRole::compute);
-        completer = std::thread([&, done = std::move(done)]() mutable {
-          x += 10;
-          done();
-        });
+        {
+          std::lock_guard lock(mutex);
+          pending = std::move(done);
+        }
+        handed_over.notify_all();
       },
       {}, {vx}, {.device = kGpu});
+  // Must not run before the async op completes: it gets no early launch.
   engine.push([&](RunContext&) { y = x; }, {vx}, {vy}, {.device = kGpu, .property = OpProperty::CopyFromDevice});
+  {
+    std::unique_lock lock(mutex);
+    ASSERT_TRUE(handed_over.wait_for(lock, depengine::testing::kGiveUp, [&] { return pending.has_value(); }));
+  }
+  x += 10;  // the async op's work, done here, completed from this thread
+  (*pending)();
   engine.wait_to_read(vy);
-  completer.join();
   EXPECT_EQ(y, 11);
 }
 
