@@ -5,9 +5,6 @@ depengine_add_test(device_emulated_tests
   device_emulated_random_test.cpp
   device_placement_test.cpp
 )
-if(DEPENGINE_SANITIZE STREQUAL "thread")
-  target_sources(device_emulated_tests PRIVATE device_tsan_suppressions.cpp)
-endif()
 if(DEPENGINE_CUDA_ENABLED)
   depengine_add_test(device_cuda_tests device_cuda_test.cpp)
   target_link_libraries(device_cuda_tests PRIVATE depengine_cuda_sample_kernels CUDA::cudart)
