@@ -187,16 +187,24 @@ void EngineCore::delete_var(Var var, ReleaseFn release) {
   if (state->delete_pushed.exchange(true, std::memory_order_acq_rel)) {
     throw std::invalid_argument("depengine: delete_var of a variable already deleted");
   }
-  OpBlock* op = detail::OpPool::acquire();
-  Entry& e = op->entries.emplace_back();
-  e.var = state;
-  e.write = true;
-  e.op = op;
-  op->engine = this;
-  op->kind = OpKind::Delete;
-  op->name = "delete_var";
+  OpBlock* op = make_engine_op(OpKind::Delete, state, /*write=*/true, "delete_var");
   op->release = std::move(release);
   submit(op);
+}
+
+OpBlock* EngineCore::make_engine_op(OpKind kind, VarState* var, bool write, const char* name) {
+  OpBlock* op = detail::OpPool::acquire();
+  Entry& e = op->entries.emplace_back();
+  e.var = var;
+  e.write = write;
+  e.op = op;
+  op->engine = this;
+  op->kind = kind;
+  op->name = name;
+  op->priority = 0;
+  op->device = Device::cpu();
+  op->property = OpProperty::Normal;
+  return op;
 }
 
 // ---------------------------------------------------------------- blocking
@@ -219,13 +227,7 @@ void EngineCore::wait_var(Var var, bool for_write) {
   detail::OpObserver* obs = observer();
   if (obs) [[unlikely]] obs->on_block_begin(call);
   detail::WaitSignal signal;
-  OpBlock* op = detail::OpPool::acquire();
-  Entry& e = op->entries.emplace_back();
-  e.var = state;
-  e.write = for_write;
-  e.op = op;
-  op->engine = this;
-  op->kind = OpKind::WaitSignal;
+  OpBlock* op = make_engine_op(OpKind::WaitSignal, state, for_write, call);
   op->signal = &signal;
   submit(op);
   std::exception_ptr error = signal.wait();

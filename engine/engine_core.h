@@ -76,6 +76,8 @@ class EngineCore {
   virtual void submit(detail::OpBlock* op) = 0;
 
   detail::OpBlock* make_op(detail::OpKind kind, VarList reads, VarList writes, const PushOptions& options);
+  /// The engine's own one-variable ops: deletions and wait markers.
+  detail::OpBlock* make_engine_op(detail::OpKind kind, detail::VarState* var, bool write, const char* name);
   void wait_var(Var var, bool for_write);
   /// Throws std::logic_error when called from inside an operation.
   void check_blocking_allowed(const char* call) const;
