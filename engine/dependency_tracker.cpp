@@ -40,9 +40,23 @@ bool try_grant(VarState& var, Entry& entry) {
   return true;
 }
 
+// The entry is granted: it sees the variable's error as it stands at its
+// turn. A wait reports the error and clears it right here, in queue order,
+// so that the entries granted after it do not see it (as in naive mode).
+void take_input_error(VarState& var, Entry& entry) {
+  if (entry.op->kind == OpKind::WaitSignal) {
+    entry.error = std::move(var.error);
+    var.error = nullptr;
+    var.failed.store(false, std::memory_order_release);
+  } else {
+    set_input_error(entry, var.error);
+  }
+}
+
 void grant_ready_entries(VarState& var, ReadyList& ready) {
   while (Entry* entry = var.first_ungranted) {
     if (!try_grant(var, *entry)) return;
+    if (var.error) [[unlikely]] take_input_error(var, *entry);
     entry->granted = true;
     ++var.active;
     if (entry->write) ++var.active_writes;
@@ -80,6 +94,14 @@ void mark_launched(VarState& var, Entry& entry, ReadyList& ready) {
   ++var.active_launched;
   if (entry.write) ++var.active_launched_writes;
   grant_ready_entries(var, ready);
+}
+
+void propagate_failure(VarState& var, const Entry& entry, const std::exception_ptr& error) {
+  var.error = error;
+  var.failed.store(true, std::memory_order_release);
+  // Entries granted behind the failed write (early, on its device) have not
+  // checked their inputs yet: they wait for its fence.
+  for (Entry* e = entry.next; e != var.first_ungranted; e = e->next) set_input_error(*e, error);
 }
 
 void remove_completed(VarState& var, Entry& entry, ReadyList& ready) {

@@ -7,7 +7,9 @@
 // every conflicting active entry was *launched* on the same device: it then
 // carries their fences and the device orders the work on the GPU.
 // Granting an entry decrements its op's pending count; ops reaching zero are
-// appended to the ReadyList. All functions expect the variable's lock held.
+// appended to the ReadyList. A granted entry also takes the variable's error
+// as its input error (Entry::error); a wait takes it over and clears it.
+// All functions expect the variable's lock held.
 
 #include <cstddef>
 #include <vector>
@@ -56,6 +58,10 @@ void append(VarState& var, Entry& entry, ReadyList& ready);
 
 /// The entry's work has been enqueued on a stream; its op's launch_fence is set.
 void mark_launched(VarState& var, Entry& entry, ReadyList& ready);
+
+/// The entry's op, which writes the variable, failed with `error`: the
+/// variable and the entries granted behind it (early) take that error.
+void propagate_failure(VarState& var, const Entry& entry, const std::exception_ptr& error);
 
 /// Removes the completed entry and grants what it was holding back.
 void remove_completed(VarState& var, Entry& entry, ReadyList& ready);

@@ -126,12 +126,15 @@ OpBlock* EngineCore::make_op(OpKind kind, VarList reads, VarList writes, const P
   try {
     op->entries.reserve(reads.size() + writes.size());
     for (std::size_t i = 0; i < reads.size(); ++i) {
-      op->entries.emplace_back().var = lookup(reads[i], "reads", i);
+      Entry& e = op->entries.emplace_back();
+      e.var = lookup(reads[i], "reads", i);
+      e.position = static_cast<std::uint32_t>(i);
     }
     for (std::size_t i = 0; i < writes.size(); ++i) {
       Entry& e = op->entries.emplace_back();
       e.var = lookup(writes[i], "writes", i);
       e.write = true;
+      e.position = static_cast<std::uint32_t>(reads.size() + i);
     }
     std::sort(op->entries.begin(), op->entries.end(),
               [](const Entry& a, const Entry& b) { return a.var < b.var; });
@@ -297,12 +300,25 @@ void EngineCore::drop_async(OpBlock* op, std::uint64_t ticket) {
 // ---------------------------------------------------------------- errors
 
 std::exception_ptr EngineCore::input_error(const OpBlock& op) {
+  if (!op.input_failed.load(std::memory_order_acquire)) return nullptr;
+  std::exception_ptr error;
+  std::uint32_t position = 0;
   for (const Entry& e : op.entries) {
+    std::lock_guard lock(e.var->lock);
+    if (e.error && (!error || e.position < position)) {
+      error = e.error;
+      position = e.position;
+    }
+  }
+  return error;
+}
+
+void EngineCore::take_input_errors(OpBlock& op) {
+  for (Entry& e : op.entries) {
     if (!e.var->failed.load(std::memory_order_acquire)) continue;
     std::lock_guard lock(e.var->lock);
-    if (e.var->error) return e.var->error;
+    if (e.var->error) detail::set_input_error(e, e.var->error);
   }
-  return nullptr;
 }
 
 std::exception_ptr EngineCore::take_error(VarState& var) {

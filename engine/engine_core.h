@@ -87,8 +87,13 @@ class EngineCore {
   void record_failure(const detail::OpBlock& op);
   /// Files an error no variable carries (e.g. of a deleted variable).
   void record_unattached_failure(std::exception_ptr error);
-  /// The error of a failed variable the op touches, if any.
+  /// The error the op's inputs carry, if any: that of the first variable in
+  /// its lists (reads, then writes) that had failed at the op's turn in push
+  /// order (Entry::error, set as the variables' queues grant the entries).
   static std::exception_ptr input_error(const detail::OpBlock& op);
+  /// For an op whose entries are in no queue (naive mode): gives each entry
+  /// its variable's current error, for input_error.
+  static void take_input_errors(detail::OpBlock& op);
   /// Reports and clears the failure of one variable (for wait_to_*).
   static std::exception_ptr take_error(detail::VarState& var);
   /// Reports and clears every unreported failure (for wait_all); the first.

@@ -81,6 +81,7 @@ class NaiveEngine final : public EngineCore {
       case OpKind::Async:
         break;
     }
+    take_input_errors(*op);
     if (std::exception_ptr error = input_error(*op)) {
       if (op->kind == OpKind::Async) op->holds.store(1, std::memory_order_relaxed);
       finish(op, std::move(error));

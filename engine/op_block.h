@@ -31,9 +31,19 @@ struct Entry {
   bool write = false;
   bool granted = false;
   bool launched = false;
+  /// Where the variable stands in the op's lists (reads, then writes): of
+  /// several failed inputs, the first listed one gives the op its error, so
+  /// that the choice depends neither on addresses nor on timing.
+  std::uint32_t position = 0;
   /// Fences this entry must wait for, when granted before its predecessors
   /// completed (only on stream devices).
   std::vector<Fence> fences;
+  /// The variable's error as this entry sees it at its turn in push order
+  /// (guarded by the variable's lock): taken when the entry is granted, and
+  /// overwritten when an earlier write it was granted behind fails. Frozen
+  /// here, it survives a blocking call that reports and clears the variable's
+  /// error before an early-granted op gets to check it.
+  std::exception_ptr error;
 };
 
 enum class OpKind : std::uint8_t {
@@ -62,6 +72,8 @@ struct alignas(64) OpBlock {
   std::vector<Entry> entries;
   std::vector<Fence> fences;  // union of the entries' fences, when ready
   std::exception_ptr error;   // why the operation failed or was skipped
+  // Set (after an Entry::error) once some entry of the op has an input error.
+  std::atomic<bool> input_failed{false};
   OpFn fn;
 
   // Cold: other kinds of operation, names, profiling.
@@ -89,6 +101,7 @@ struct alignas(64) OpBlock {
     executor = nullptr;
     device_uses_fences = false;
     signal = nullptr;
+    input_failed.store(false, std::memory_order_relaxed);
     // The common case: a plain op that ran, which set nothing cold (its name
     // is overwritten by the next push).
     if (kind == OpKind::Sync && !error && fences.empty() && !launch_fence.event) return;
@@ -100,6 +113,13 @@ struct alignas(64) OpBlock {
     launch_fence = Fence{};
   }
 };
+
+/// Gives `entry` the error `error` of its variable as input (the variable's
+/// lock held).
+inline void set_input_error(Entry& entry, std::exception_ptr error) {
+  entry.error = std::move(error);
+  entry.op->input_failed.store(true, std::memory_order_release);
+}
 
 /// The error of an async operation whose Completion was dropped uncalled.
 std::exception_ptr dropped_completion_error(const OpBlock& op);

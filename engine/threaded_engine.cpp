@@ -108,7 +108,8 @@ class ThreadedEngine final : public EngineCore {
       OpBlock* op = ready.pop();
       switch (op->kind) {
         case OpKind::WaitSignal: {
-          std::exception_ptr error = take_error(*op->entries.front().var);
+          // Taken over from the variable when the wait was granted.
+          std::exception_ptr error = std::move(op->entries.front().error);
           detail::WaitSignal* signal = op->signal;
           finish(op, nullptr, ready);
           signal->set(std::move(error));  // the waiter may return at once
@@ -173,10 +174,7 @@ class ThreadedEngine final : public EngineCore {
     const std::size_t ready_before = ready.size();
     for (Entry& e : op->entries) {
       std::lock_guard lock(e.var->lock);
-      if (failed && e.write) {
-        e.var->error = op->error;
-        e.var->failed.store(true, std::memory_order_release);
-      }
+      if (failed && e.write) detail::dependency::propagate_failure(*e.var, e, op->error);
       detail::dependency::remove_completed(*e.var, e, ready);
     }
     if (failed) record_failure(*op);

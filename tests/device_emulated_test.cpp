@@ -165,9 +165,9 @@ TEST(EmulatedDevice, FailureSkipsLaterOpsAndEngineRecovers) {
   Var vok = engine.new_var("ok");
   engine.push([&](RunContext&) { y = 7; }, {}, {vok}, {.device = kGpu});
 
-  // wait_to_write, not wait_to_read: it also waits for the early-launched
-  // readers, which must still find the failure on the variable (a
-  // wait_to_read may report and clear it before they run).
+  // wait_to_write also waits for the early-launched readers, which must
+  // have been skipped (WaitToReadDoesNotHideAFailureFromLaunchedReaders
+  // covers wait_to_read, which does not wait for them).
   for (Var v : {vx, vy, vz, vc}) {
     try {
       engine.wait_to_write(v);
@@ -184,6 +184,52 @@ TEST(EmulatedDevice, FailureSkipsLaterOpsAndEngineRecovers) {
   engine.push([&](RunContext&) { x = 5; }, {}, {vx}, {.device = kGpu});
   engine.wait_to_read(vx);
   EXPECT_EQ(x, 5);
+  EXPECT_NO_THROW(engine.wait_all());
+}
+
+TEST(EmulatedDevice, WaitToReadDoesNotHideAFailureFromLaunchedReaders) {
+  // A reader launched early behind a failing write checks its inputs only
+  // once that write completed; by then a wait_to_read of the variable,
+  // granted by the same completion, has reported and cleared the failure.
+  // The reader must be skipped all the same, as in naive mode.
+  Engine engine;
+  add_emulated_device(engine, 0);
+  Gate gate;
+  std::atomic<int> ran_after_failure{0};
+  Var vx = engine.new_var("x"), vy = engine.new_var("y"), vz = engine.new_var("z");
+  engine.push(
+      [&](RunContext&) {
+        ASSERT_TRUE(gate.wait());
+        throw std::runtime_error("kernel exploded");
+      },
+      {}, {vx}, {.name = "fails", .device = kGpu});
+  // Launched at once, waiting for the failing op: on its stream and on another.
+  engine.push([&](RunContext&) { ++ran_after_failure; }, {vx}, {vy}, {.device = kGpu});
+  engine.push([&](RunContext&) { ++ran_after_failure; }, {vx}, {vz},
+              {.device = kGpu, .property = OpProperty::CopyFromDevice});
+  // Let the failing op finish once this thread is blocked in wait_to_read
+  // (opening the gate too early only makes the test weaker, never fail).
+  std::thread opener([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    gate.open();
+  });
+  std::string reported;
+  try {
+    engine.wait_to_read(vx);
+  } catch (const std::runtime_error& e) {
+    reported = e.what();
+  }
+  opener.join();
+  EXPECT_EQ(reported, "kernel exploded");
+  for (Var v : {vy, vz}) {
+    try {
+      engine.wait_to_read(v);
+      ADD_FAILURE() << "wait_to_read(" << engine.var_name(v) << ") did not rethrow";
+    } catch (const std::runtime_error& e) {
+      EXPECT_STREQ(e.what(), "kernel exploded");
+    }
+  }
+  EXPECT_EQ(ran_after_failure.load(), 0);
   EXPECT_NO_THROW(engine.wait_all());
 }
 

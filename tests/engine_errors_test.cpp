@@ -105,6 +105,28 @@ TEST_P(Errors, ReadersOfAFailedVariableAreSkippedButDoNotFailIt) {
   EXPECT_NO_THROW(engine.wait_all());
 }
 
+TEST_P(Errors, OfSeveralFailedInputsTheFirstListedGivesTheError) {
+  // Which error an op touching two failed variables carries on must not
+  // depend on where the variables live (slots are reused in a different
+  // order by each engine) nor on timing: the first in its reads, then writes.
+  Engine engine(options());
+  Var a = engine.new_var("a"), b = engine.new_var("b");
+  Var ba = engine.new_var("ba"), ab = engine.new_var("ab"), read_b = engine.new_var("read_b");
+  engine.push([](RunContext&) { throw std::runtime_error("a failed"); }, {}, {a});
+  engine.push([](RunContext&) { throw std::runtime_error("b failed"); }, {}, {b});
+  std::atomic<int> ran{0};
+  engine.push([&](RunContext&) { ran.fetch_add(1); }, {b, a}, {ba});
+  engine.push([&](RunContext&) { ran.fetch_add(1); }, {a, b}, {ab});
+  engine.push([&](RunContext&) { ran.fetch_add(1); }, {b}, {read_b, a});  // reads come first
+  EXPECT_EQ(message_of([&] { engine.wait_to_read(ba); }), "b failed");
+  EXPECT_EQ(message_of([&] { engine.wait_to_read(ab); }), "a failed");
+  EXPECT_EQ(message_of([&] { engine.wait_to_read(read_b); }), "b failed");
+  EXPECT_EQ(message_of([&] { engine.wait_to_read(a); }), "b failed");
+  EXPECT_EQ(ran.load(), 0);
+  EXPECT_THROW(engine.wait_all(), std::runtime_error);  // b's own failure, unreported yet
+  EXPECT_NO_THROW(engine.wait_all());
+}
+
 TEST_P(Errors, AnOpWithoutWritesThatFailsIsReportedByWaitAll) {
   Engine engine(options());
   Var a = engine.new_var("a");

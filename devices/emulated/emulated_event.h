@@ -5,7 +5,7 @@
 //
 // It is signalled only once the engine has been told that the operation
 // completed, so that a successor waiting on it finds a failure of the
-// operation already on the variables (ReadyOp::input_error).
+// operation already recorded as its input error (ReadyOp::input_error).
 //
 // It also settles who tells the engine: the launching thread, once it has
 // reported the launch, or the stream thread, once the work ended — whichever

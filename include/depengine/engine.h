@@ -14,7 +14,8 @@
 ///   variable, and then the engine goes on working.
 /// - An operation that throws marks the variables it writes as failed; later
 ///   operations that touch a failed variable are skipped and carry the error
-///   on, until a blocking call reports it.
+///   on (of several failed variables, that of the first in their reads, then
+///   writes), until a blocking call reports it.
 ///
 /// Thread safety: every member may be called from any thread at once, and
 /// `push`, `push_async`, `new_var` and `delete_var` also from inside running
