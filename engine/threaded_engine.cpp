@@ -45,6 +45,9 @@ class ThreadedEngine final : public EngineCore {
 
   ~ThreadedEngine() override {
     wait_until_in_flight_at_most(0, waiters_);
+    // A device or completion thread may still be inside on_completed, just
+    // past counting the last completion: let it leave before we go.
+    while (external_calls_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
     shutdown_devices();
   }
 
@@ -60,6 +63,7 @@ class ThreadedEngine final : public EngineCore {
   }
 
   void on_launched(OpBlock* op) override {
+    ExternalCall call(external_calls_);
     ReadyList ready;
     for (Entry& e : op->entries) {
       std::lock_guard lock(e.var->lock);
@@ -70,6 +74,7 @@ class ThreadedEngine final : public EngineCore {
   }
 
   void on_completed(OpBlock* op, std::exception_ptr error) override {
+    ExternalCall call(external_calls_);
     ReadyList ready;
     finish(op, std::move(error), ready);
     dispatch(ready, nullptr);
@@ -220,7 +225,16 @@ class ThreadedEngine final : public EngineCore {
     waiter_count.fetch_sub(1, std::memory_order_relaxed);
   }
 
+  // Counts threads inside on_completed / on_launched (devices, completion
+  // callbacks), which the destructor must outwait.
+  struct ExternalCall {
+    explicit ExternalCall(std::atomic<int>& count) : count_(count) { count_.fetch_add(1, std::memory_order_acq_rel); }
+    ~ExternalCall() { count_.fetch_sub(1, std::memory_order_acq_rel); }
+    std::atomic<int>& count_;
+  };
+
   const std::size_t check_interval_;
+  std::atomic<int> external_calls_{0};
   detail::CpuExecutor* cpu_ = nullptr;
   detail::InFlightCounter counter_;
   std::atomic<std::uint32_t> epoch_{0};

@@ -47,8 +47,11 @@ void CpuExecutor::start_worker_if_needed() {
   int active = active_.load(std::memory_order_seq_cst);
   while (active < threads_) {
     if (active_.compare_exchange_weak(active, active + 1, std::memory_order_seq_cst)) {
-      running_tasks_.fetch_add(1, std::memory_order_relaxed);
+      // One count for the task, one for this call: the task may finish (and
+      // the engine shut down) before enqueue has returned here.
+      running_tasks_.fetch_add(2, std::memory_order_relaxed);
       arena_.enqueue([this] { worker_loop(); });
+      running_tasks_.fetch_sub(1, std::memory_order_release);
       return;
     }
   }
