@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <future>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -153,12 +154,13 @@ TEST_P(Errors, ReleaseFunctionErrorsAreReported) {
 TEST_P(Errors, AsyncFailureReportedThroughTheCompletion) {
   Engine engine(options());
   Var a = engine.new_var("a");
-  std::thread worker;
-  engine.push_async([&](RunContext&, Completion done) {
-    worker = std::thread([done = std::move(done)]() mutable {
-      done(std::make_exception_ptr(std::runtime_error("io error")));
-    });
-  }, {}, {a});
+  // The I/O thread belongs to the test: the op may still be returning when
+  // its completion was already called.
+  std::promise<Completion> handoff;
+  std::thread worker([future = handoff.get_future()]() mutable {
+    future.get()(std::make_exception_ptr(std::runtime_error("io error")));
+  });
+  engine.push_async([&](RunContext&, Completion done) { handoff.set_value(std::move(done)); }, {}, {a});
   EXPECT_NE(message_of([&] { engine.wait_to_read(a); }).find("io error"), std::string::npos);
   worker.join();
 }

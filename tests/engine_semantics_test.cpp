@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -274,14 +275,16 @@ TEST_P(Semantics, AsyncOperationsCompleteFromAnotherThread) {
   Engine engine(options());
   Var v = engine.new_var();
   int value = 0;
-  std::thread io;
-  engine.push_async([&](RunContext&, Completion done) {
-    io = std::thread([&value, done = std::move(done)]() mutable {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      value = 11;
-      done();
-    });
-  }, {}, {v});
+  // The I/O thread belongs to the test: the op may still be returning when
+  // its completion was already called.
+  std::promise<Completion> handoff;
+  std::thread io([&value, future = handoff.get_future()]() mutable {
+    Completion done = future.get();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    value = 11;
+    done();
+  });
+  engine.push_async([&](RunContext&, Completion done) { handoff.set_value(std::move(done)); }, {}, {v});
   int seen = -1;
   engine.push([&](RunContext&) { seen = value; }, {v}, {});
   engine.wait_all();

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <future>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -257,10 +259,12 @@ TEST(Profiler, AsyncOpIsOneSlice) {
   Profiler profiler(engine);
   profiler.start();
   Var v = engine.new_var("v");
-  std::thread completer;
-  engine.push_async([&](RunContext&, Completion done) {
-    completer = std::thread([done = std::move(done)]() mutable { done(); });
-  }, {}, {v}, {.name = "async"});
+  // The completing thread belongs to the test, not to the op: the op may
+  // still be returning when its completion has already been called.
+  std::promise<Completion> handoff;
+  std::thread completer([future = handoff.get_future()]() mutable { future.get()(); });
+  engine.push_async([&](RunContext&, Completion done) { handoff.set_value(std::move(done)); }, {}, {v},
+                    {.name = "async"});
   engine.wait_to_read(v);
   completer.join();
   profiler.stop();
