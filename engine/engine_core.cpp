@@ -136,8 +136,10 @@ OpBlock* EngineCore::make_op(OpKind kind, VarList reads, VarList writes, const P
       e.write = true;
       e.position = static_cast<std::uint32_t>(reads.size() + i);
     }
-    std::sort(op->entries.begin(), op->entries.end(),
-              [](const Entry& a, const Entry& b) { return a.var < b.var; });
+    if (op->entries.size() > 1) {
+      std::sort(op->entries.begin(), op->entries.end(),
+                [](const Entry& a, const Entry& b) { return a.var < b.var; });
+    }
     for (std::size_t i = 1; i < op->entries.size(); ++i) {
       const Entry& a = op->entries[i - 1];
       const Entry& b = op->entries[i];

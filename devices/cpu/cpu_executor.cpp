@@ -38,14 +38,18 @@ bool CpuExecutor::on_worker_thread() const { return t_worker_of == this; }
 void CpuExecutor::submit(ReadyOp op) {
   OpBlock* block = op.block();
   if (block->property == OpProperty::CpuPrioritized) block->priority = std::max(block->priority, 1);
-  queue_.push(block);
-  start_worker_if_needed();
+  const std::size_t backlog = queue_.push(block);
+  start_worker_if_needed(backlog);
 }
 
-void CpuExecutor::start_worker_if_needed() {
+void CpuExecutor::start_worker_if_needed(std::size_t backlog) {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   int active = active_.load(std::memory_order_seq_cst);
-  while (active < threads_) {
+  // One active worker is enough to guarantee progress (a retiring worker
+  // looks at the queue once more); more are woken only for a backlog, so
+  // that on a small machine idle workers do not spin on the cores the
+  // frontend needs.
+  while (active < threads_ && (active == 0 || backlog > static_cast<std::size_t>(active))) {
     if (active_.compare_exchange_weak(active, active + 1, std::memory_order_seq_cst)) {
       // One count for the task, one for this call: the task may finish (and
       // the engine shut down) before enqueue has returned here.

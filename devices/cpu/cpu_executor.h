@@ -42,7 +42,7 @@ class CpuExecutor final : public Executor {
  private:
   static constexpr std::size_t kMaxBatch = 16;
 
-  void start_worker_if_needed();
+  void start_worker_if_needed(std::size_t backlog);
   void worker_loop();
   void run_chain(OpBlock* op);
 

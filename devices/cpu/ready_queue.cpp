@@ -48,14 +48,13 @@ ReadyQueue::Ring* ReadyQueue::my_ring() {
   return ring;
 }
 
-void ReadyQueue::push(OpBlock* op) {
+std::size_t ReadyQueue::push(OpBlock* op) {
   if (op->priority != 0) {
     std::lock_guard lock(heap_mutex_);
     op->sequence = heap_sequence_++;
     heap_.push(op);
     if (op->priority > 0) heap_positive_.fetch_add(1, std::memory_order_relaxed);
-    heap_size_.fetch_add(1, std::memory_order_seq_cst);
-    return;
+    return heap_size_.fetch_add(1, std::memory_order_seq_cst) + 1;
   }
   Ring* ring = my_ring();
   if (ring && ring->queue.push(op)) {
@@ -65,11 +64,11 @@ void ReadyQueue::push(OpBlock* op) {
     if (!ring->maybe_nonempty.load(std::memory_order_seq_cst)) {
       ring->maybe_nonempty.store(true, std::memory_order_seq_cst);
     }
-    return;
+    return kRingCapacity - ring->queue.write_available();
   }
   std::lock_guard lock(spill_mutex_);
   spill_.push_back(op);
-  spill_size_.fetch_add(1, std::memory_order_seq_cst);
+  return spill_size_.fetch_add(1, std::memory_order_seq_cst) + 1;
 }
 
 std::size_t ReadyQueue::pop_ring(Ring& ring, OpBlock** out, std::size_t max) {

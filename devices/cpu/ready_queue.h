@@ -29,7 +29,9 @@ class ReadyQueue {
   explicit ReadyQueue(std::size_t consumers);
   ~ReadyQueue();
 
-  void push(OpBlock* op);
+  /// Queues `op`; returns about how many ops wait in the queue it went to
+  /// (a hint for how many workers are worth waking).
+  std::size_t push(OpBlock* op);
   /// Takes up to `max` operations to run (a fair share of a ring, or one
   /// prioritized op) into `out`; returns how many, 0 when none is queued.
   std::size_t pop(OpBlock** out, std::size_t max);
@@ -38,8 +40,10 @@ class ReadyQueue {
   bool maybe_nonempty() const;
 
  private:
+  static constexpr std::size_t kRingCapacity = 8192;
+
   struct Ring {
-    boost::lockfree::spsc_queue<OpBlock*, boost::lockfree::capacity<8192>> queue;
+    boost::lockfree::spsc_queue<OpBlock*, boost::lockfree::capacity<kRingCapacity>> queue;
     std::atomic<bool> consumer_busy{false};
     std::atomic<bool> maybe_nonempty{false};
   };
