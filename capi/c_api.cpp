@@ -31,15 +31,7 @@
 #include "depengine/engine.h"
 #include "engine/engine_core.h"
 
-// The profiler is developed on another branch than this API; until both are
-// in the same tree, the profiler functions report DEPENGINE_ERROR_NOT_AVAILABLE.
-// Once profiler.h is always present, this switch can go.
-#if __has_include("depengine/profiler.h")
 #include "depengine/profiler.h"
-#define DEPENGINE_CAPI_HAS_PROFILER 1
-#else
-#define DEPENGINE_CAPI_HAS_PROFILER 0
-#endif
 
 struct depengine_engine {
   explicit depengine_engine(const depengine::EngineOptions& options) : engine(options) {}
@@ -47,13 +39,11 @@ struct depengine_engine {
   // The engine's id, needed to turn handles back into Vars; learned from the
   // first variable (no handle can be valid before one exists).
   std::atomic<std::uint32_t> engine_id{0};
-#if DEPENGINE_CAPI_HAS_PROFILER
   // Created by the first depengine_profiler_start. Declared after `engine`
   // so that it is destroyed first, while the engine it records still lives.
   // The mutex serializes start/stop/dump, which the Profiler requires.
   std::mutex profiler_mutex;
   std::unique_ptr<depengine::Profiler> profiler;
-#endif
 };
 
 struct depengine_op_context {
@@ -560,7 +550,6 @@ depengine_status depengine_wait_all(depengine_engine* engine) noexcept {
 
 // ---------------------------------------------------------------- profiler
 
-#if DEPENGINE_CAPI_HAS_PROFILER
 
 depengine_status depengine_profiler_start(depengine_engine* engine) noexcept {
   constexpr const char* call = "depengine_profiler_start";
@@ -607,27 +596,5 @@ depengine_status depengine_profiler_dump(depengine_engine* engine, const char* p
   }
 }
 
-#else
-
-depengine_status depengine_profiler_start(depengine_engine* engine) noexcept {
-  constexpr const char* call = "depengine_profiler_start";
-  if (engine == nullptr) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "null engine");
-  return fail(DEPENGINE_ERROR_NOT_AVAILABLE, call, "this build of depengine has no profiler");
-}
-
-depengine_status depengine_profiler_stop(depengine_engine* engine) noexcept {
-  constexpr const char* call = "depengine_profiler_stop";
-  if (engine == nullptr) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "null engine");
-  return fail(DEPENGINE_ERROR_NOT_AVAILABLE, call, "this build of depengine has no profiler");
-}
-
-depengine_status depengine_profiler_dump(depengine_engine* engine, const char* path) noexcept {
-  constexpr const char* call = "depengine_profiler_dump";
-  if (engine == nullptr) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "null engine");
-  if (path == nullptr) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "null path");
-  return fail(DEPENGINE_ERROR_NOT_AVAILABLE, call, "this build of depengine has no profiler");
-}
-
-#endif
 
 }  // extern "C"

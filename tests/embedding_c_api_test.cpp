@@ -498,11 +498,7 @@ TEST_P(EmbeddingCApi, OpFailInsideAnAsyncOperationIsRejected) {
   EXPECT_EQ(status, DEPENGINE_ERROR_BAD_STATE);
 }
 
-// ---------------------------------------------------------------- NOT_AVAILABLE, names, messages
-
-// The profiler is developed on another branch; this test follows whichever
-// build it is in (see capi/c_api.cpp).
-#if __has_include("depengine/profiler.h")
+// ---------------------------------------------------------------- profiler, names, messages
 
 TEST_P(EmbeddingCApi, ProfilerRecordsAndDumpsAChromeTrace) {
   const std::string path = ::testing::TempDir() + "embedding_c_api_trace.json";
@@ -526,16 +522,6 @@ TEST_P(EmbeddingCApi, ProfilerRecordsAndDumpsAChromeTrace) {
   EXPECT_EQ(depengine_profiler_dump(engine_, "/nonexistent-dir/trace.json"), DEPENGINE_ERROR_IO);
 }
 
-#else
-
-TEST_P(EmbeddingCApi, ProfilerIsNotAvailableInThisBuild) {
-  EXPECT_EQ(depengine_profiler_start(engine_), DEPENGINE_ERROR_NOT_AVAILABLE);
-  EXPECT_EQ(last_error(), "depengine_profiler_start: this build of depengine has no profiler");
-  EXPECT_EQ(depengine_profiler_stop(engine_), DEPENGINE_ERROR_NOT_AVAILABLE);
-  EXPECT_EQ(depengine_profiler_dump(engine_, "trace.json"), DEPENGINE_ERROR_NOT_AVAILABLE);
-}
-
-#endif
 
 TEST(EmbeddingCApiErrors, StatusNamesAndVersion) {
   EXPECT_STREQ(depengine_status_name(DEPENGINE_OK), "DEPENGINE_OK");

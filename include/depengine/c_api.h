@@ -78,7 +78,8 @@ typedef enum depengine_status {
    * an operation; a completion that was already called or is unknown;
    * depengine_op_fail inside an asynchronous operation. */
   DEPENGINE_ERROR_BAD_STATE = 4,
-  /* The feature is not part of this build of the library (the profiler). */
+  /* Reserved for features a build of the library may leave out; no call
+   * of this version returns it. */
   DEPENGINE_ERROR_NOT_AVAILABLE = 5,
   /* Memory, or the engine's room for live variables, is exhausted. */
   DEPENGINE_ERROR_OUT_OF_MEMORY = 6,
@@ -247,9 +248,6 @@ depengine_status depengine_wait_to_write(depengine_engine* engine, depengine_var
 depengine_status depengine_wait_all(depengine_engine* engine) DEPENGINE_NOEXCEPT;
 
 /* ---------------------------------------------------------------- profiler */
-
-/* In a build of the library without the profiler, each of these returns
- * DEPENGINE_ERROR_NOT_AVAILABLE. */
 
 /* Starts (or resumes) recording the operations of `engine`: names (the push
  * option `name`), devices, threads, start and end times, dependencies.
