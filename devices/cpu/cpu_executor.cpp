@@ -45,11 +45,12 @@ void CpuExecutor::submit(ReadyOp op) {
 void CpuExecutor::start_worker_if_needed(std::size_t backlog) {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   int active = active_.load(std::memory_order_seq_cst);
-  // One active worker is enough to guarantee progress (a retiring worker
-  // looks at the queue once more); more are woken only for a backlog, so
-  // that on a small machine idle workers do not spin on the cores the
-  // frontend needs.
-  while (active < threads_ && (active == 0 || backlog > static_cast<std::size_t>(active))) {
+  // One active worker guarantees progress (a retiring worker looks at the
+  // queue once more). More are started only when the queued ops outnumber
+  // the workers idly looking for work: workers busy running ops take none,
+  // and on a small machine surplus spinners would steal the frontend's core.
+  while (active < threads_ &&
+         (active == 0 || backlog > static_cast<std::size_t>(spinning_.load(std::memory_order_seq_cst)))) {
     if (active_.compare_exchange_weak(active, active + 1, std::memory_order_seq_cst)) {
       // One count for the task, one for this call: the task may finish (and
       // the engine shut down) before enqueue has returned here.
@@ -71,11 +72,13 @@ void CpuExecutor::worker_loop() {
     std::size_t count = queue_.pop(batch, kMaxBatch);
     if (count == 0) {
       engine_.on_cpu_idle();
+      spinning_.fetch_add(1, std::memory_order_seq_cst);
       const auto give_up = std::chrono::steady_clock::now() + kIdleSpin;
       do {
         for (int i = 0; i < 16; ++i) cpu_relax();
         count = queue_.pop(batch, kMaxBatch);
       } while (count == 0 && std::chrono::steady_clock::now() < give_up);
+      spinning_.fetch_sub(1, std::memory_order_seq_cst);
     }
     if (count == 0) {
       active_.fetch_sub(1, std::memory_order_seq_cst);
@@ -89,6 +92,9 @@ void CpuExecutor::worker_loop() {
       if (!rejoined) break;
       continue;
     }
+    // A submit may have counted on us as a spinner while we took other work:
+    // pass the wake-up on if ops are still waiting.
+    if (queue_.maybe_nonempty()) start_worker_if_needed(1);
     for (std::size_t i = 0; i < count; ++i) run_chain(batch[i]);
   }
   t_worker_of = previous;

@@ -55,7 +55,8 @@ class CpuExecutor final : public Executor {
   oneapi::tbb::task_arena arena_;
 #endif
   ReadyQueue queue_;
-  std::atomic<int> active_{0};          // worker tasks looking for work
+  std::atomic<int> active_{0};          // worker tasks started and not retired
+  std::atomic<int> spinning_{0};        // of those, idly looking for work
   std::atomic<int> running_tasks_{0};   // worker tasks not yet returned
 };
 
