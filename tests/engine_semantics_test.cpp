@@ -77,12 +77,19 @@ TEST_P(Semantics, WaitToReadDoesNotWaitForUnrelatedWork) {
   if (GetParam() == EngineKind::Naive) GTEST_SKIP() << "the naive engine runs everything at push";
   Engine engine(options());
   Var slow = engine.new_var(), fast = engine.new_var();
-  std::atomic<bool> release{false};
-  engine.push([&](RunContext&) { while (!release.load()) std::this_thread::sleep_for(std::chrono::microseconds(100)); },
-              {}, {slow});
+  std::atomic<bool> release{false}, slow_done{false};
+  // Bounded, so that a failure shows as a failed check, not a hang.
+  engine.push([&](RunContext&) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!release.load() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    slow_done.store(true);
+  }, {}, {slow});
   int value = 0;
   engine.push([&](RunContext&) { value = 7; }, {}, {fast});
   engine.wait_to_read(fast);  // returns although `slow` is still running
+  EXPECT_FALSE(slow_done.load());
   EXPECT_EQ(value, 7);
   release.store(true);
   engine.wait_all();
