@@ -16,6 +16,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -29,9 +30,22 @@
 #include <boost/container/small_vector.hpp>
 
 #include "depengine/engine.h"
+#include "depengine/profiler.h"
 #include "engine/engine_core.h"
 
-#include "depengine/profiler.h"
+namespace {
+
+// A C caller may store any int in an enum field; in C++ loading a value
+// outside the enum's range is undefined, so read the field's bits as an int.
+template <class Enum>
+int raw_enum(const Enum& field) {
+  static_assert(sizeof(Enum) == sizeof(int));
+  int value;
+  std::memcpy(&value, &field, sizeof value);
+  return value;
+}
+
+}  // namespace
 
 struct depengine_engine {
   explicit depengine_engine(const depengine::EngineOptions& options) : engine(options) {}
@@ -190,12 +204,13 @@ depengine_status prepare_push(const char* call, depengine_engine* engine, bool f
       return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call,
                   "push options not initialized with depengine_push_options_init");
     }
-    if (options->device_kind < DEPENGINE_DEVICE_CPU || options->device_kind > DEPENGINE_DEVICE_CUSTOM) {
+    const int device_kind = raw_enum(options->device_kind);
+    if (device_kind < DEPENGINE_DEVICE_CPU || device_kind > DEPENGINE_DEVICE_CUSTOM) {
       return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "unknown device kind");
     }
     options_out.priority = options->priority;
     if (options->name != nullptr) options_out.name = options->name;
-    options_out.device = {static_cast<depengine::DeviceKind>(options->device_kind), options->device_index};
+    options_out.device = {static_cast<depengine::DeviceKind>(device_kind), options->device_index};
   }
 
   auto convert = [&](const depengine_var* handles, std::size_t n, const char* list, VarBuffer& out) {
@@ -309,11 +324,11 @@ depengine_status depengine_engine_create(const depengine_engine_options* options
       return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call,
                   "engine options not initialized with depengine_engine_options_init");
     }
-    if (options->kind != DEPENGINE_ENGINE_THREADED && options->kind != DEPENGINE_ENGINE_NAIVE) {
+    const int kind = raw_enum(options->kind);
+    if (kind != DEPENGINE_ENGINE_THREADED && kind != DEPENGINE_ENGINE_NAIVE) {
       return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "unknown engine kind");
     }
-    cpp_options.kind =
-        options->kind == DEPENGINE_ENGINE_NAIVE ? depengine::EngineKind::Naive : depengine::EngineKind::Threaded;
+    cpp_options.kind = kind == DEPENGINE_ENGINE_NAIVE ? depengine::EngineKind::Naive : depengine::EngineKind::Threaded;
     cpp_options.cpu_threads = options->cpu_threads;
     cpp_options.max_ops_in_flight = options->max_ops_in_flight;
     cpp_options.read_environment = options->read_environment != 0;
