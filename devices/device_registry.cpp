@@ -7,6 +7,9 @@ namespace depengine {
 namespace {
 
 struct Registry {
+  // Built in rather than registered by a static object in devices/cuda/:
+  // the linker drops such an object from a static library.
+  Registry() { factories[static_cast<int>(DeviceKind::cuda)] = detail::cuda_device_factory(); }
   std::mutex mutex;
   std::array<DeviceFactory, 4> factories;
 };

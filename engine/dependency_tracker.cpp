@@ -30,8 +30,12 @@ bool try_grant(VarState& var, Entry& entry) {
   const bool early = entry.write ? all_active_launched_on(var, op.device)
                                  : all_active_writes_launched_on(var, op.device);
   if (!early) return false;
-  for (Entry* e = var.head; e != &entry; e = e->next) {
+  // Only the last write and the reads after it: everything earlier is
+  // ordered before that write already. Walking the whole queue would cost
+  // O(n) per entry on a long chain launched ahead.
+  for (Entry* e = entry.prev; e != nullptr; e = e->prev) {
     if (e->write || entry.write) add_fence(entry.fences, e->op->launch_fence);
+    if (e->write) break;
   }
   return true;
 }

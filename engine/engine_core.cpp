@@ -97,7 +97,8 @@ OpBlock* EngineCore::make_op(OpKind kind, VarList reads, VarList writes, const P
   Executor* executor = nullptr;
   if (kind == OpKind::Sync || kind == OpKind::Async) {
     executor = executor_for(options.device);
-    if (executor == nullptr) {
+    // The naive engine runs CPU operations itself and registers no CPU executor.
+    if (executor == nullptr && !(options.device.is_cpu() && options_.kind == EngineKind::Naive)) {
       throw std::invalid_argument("depengine: " + describe(options.name) + " placed on " +
                                   options.device.to_string() + ", which this engine does not have");
     }

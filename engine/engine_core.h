@@ -66,6 +66,8 @@ class EngineCore {
   static bool in_operation();
 
  protected:
+  friend class ReadyOp;  // input_error, for stream devices
+
   /// A validated op with its entries sorted; the engine takes it over.
   virtual void submit(detail::OpBlock* op) = 0;
 

@@ -119,7 +119,11 @@ class ThreadedEngine final : public EngineCore {
         case OpKind::Sync:
         case OpKind::Async:
           if (op->device_uses_fences) collect_fences(*op);
-          if (std::exception_ptr error = input_error(*op)) {
+          // An op granted early (it has fences) is skipped by its device once
+          // its predecessors are done (ReadyOp::input_error): finishing it
+          // here would complete it before them, and its failure would then
+          // reach them backwards.
+          if (std::exception_ptr error = op->fences.empty() ? input_error(*op) : nullptr) {
             // Skipped: a variable it touches failed earlier.
             if (op->kind == OpKind::Async) op->holds.store(1, std::memory_order_relaxed);
             finish(op, std::move(error), ready);

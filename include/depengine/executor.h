@@ -69,6 +69,12 @@ class ReadyOp {
   /// same device: wait for them (e.g. `cudaStreamWaitEvent`) before the work.
   std::span<const Fence> fences() const;
 
+  /// Stream devices: the error of a failed variable this operation touches.
+  /// The engine skips failed operations itself, except those with fences:
+  /// their predecessors may still be running, so the device asks once it
+  /// knows they completed (or, at the latest, at launch), and if non-null
+  /// skips the function and `complete`s the operation with this error.
+  std::exception_ptr input_error() const;
   /// Runs the operation's function on this thread. Returns what it threw.
   /// For an async operation, starts it and returns null.
   std::exception_ptr invoke(RunContext& ctx) const;

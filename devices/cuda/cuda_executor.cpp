@@ -1,0 +1,120 @@
+#include "devices/cuda/cuda_executor.h"
+
+#include "depengine/cuda_memory.h"
+#include "devices/cuda/cuda_check.h"
+#include "devices/cuda/device_guard.h"
+#include "devices/device_registry.h"
+#include "devices/streams/launch_trampoline.h"
+
+namespace depengine::detail {
+
+CudaExecutor::Stream::~Stream() {
+  if (watcher) watcher->stop();
+  if (handle) cudaStreamDestroy(handle);
+}
+
+CudaExecutor::CudaExecutor(int device, const CudaConfig& config)
+    : device_(device),
+      selector_(StreamLayout{.compute = config.compute_streams, .high_priority = config.priority_streams}),
+      events_(RecyclingPool<CUevent_st>::make(
+          [device] {
+            DeviceGuard guard(device);
+            cudaEvent_t event = nullptr;
+            // Blocking sync: the watcher sleeps instead of spinning a core.
+            check_cuda(cudaEventCreateWithFlags(&event, cudaEventDisableTiming | cudaEventBlockingSync),
+                       "cudaEventCreateWithFlags");
+            return event;
+          },
+          [](cudaEvent_t) {}, [](cudaEvent_t event) { cudaEventDestroy(event); })) {
+  DeviceGuard guard(device);
+  int least = 0, greatest = 0;
+  check_cuda(cudaDeviceGetStreamPriorityRange(&least, &greatest), "cudaDeviceGetStreamPriorityRange");
+  const StreamLayout& layout = selector_.layout();
+  for (int i = 0; i < layout.total(); ++i) {
+    const bool high = i >= layout.compute && i < layout.compute + layout.high_priority;
+    auto stream = std::make_unique<Stream>();
+    // Non-blocking: no implicit synchronization with the legacy default
+    // stream, which other code in the process may use.
+    check_cuda(cudaStreamCreateWithPriority(&stream->handle, cudaStreamNonBlocking, high ? greatest : least),
+               "cudaStreamCreateWithPriority on cuda:" + std::to_string(device));
+    stream->watcher = std::make_unique<CompletionWatcher>(device);
+    streams_.push_back(std::move(stream));
+  }
+}
+
+CudaExecutor::~CudaExecutor() { shutdown(); }
+
+void CudaExecutor::shutdown() {
+  for (auto& stream : streams_) stream->watcher->stop();
+}
+
+void CudaExecutor::submit(ReadyOp op) { LaunchTrampoline::run(this, &CudaExecutor::launch, op); }
+
+void CudaExecutor::launch(void* self_ptr, ReadyOp op) noexcept {
+  auto* self = static_cast<CudaExecutor*>(self_ptr);
+  const int index = self->selector_.choose(op);
+  Stream& stream = *self->streams_[index];
+  std::exception_ptr error;
+  std::shared_ptr<CUevent_st> done;
+  bool invoked = false;
+  {
+    std::lock_guard lock(stream.launch_mutex);
+    try {
+      DeviceGuard guard(self->device_);
+      for (const Fence& fence : op.fences()) {
+        if (fence.stream_index == index) continue;  // a stream runs in order
+        check_cuda(cudaStreamWaitEvent(stream.handle, static_cast<cudaEvent_t>(fence.event.get()), 0),
+                   "cudaStreamWaitEvent for " + describe_op(op.name(), self->device_));
+      }
+      // A predecessor that failed before this launch: skip the function but
+      // still record the event, so the completion follows the predecessors.
+      if (!op.fences().empty()) error = op.input_error();
+      if (!error || op.is_async()) {
+        // Drop a stale error of this thread's earlier CUDA calls, so that
+        // the check below reports this operation's own launch failures.
+        cudaGetLastError();
+        RunContext ctx{.device = op.device(),
+                       .stream = stream.handle,
+                       .stream_index = index,
+                       .property = op.property(),
+                       .name = op.name()};
+        invoked = true;
+        error = op.invoke(ctx);
+        if (const cudaError_t code = cudaGetLastError(); !error && code != cudaSuccess) {
+          error = cuda_error(code, "launch failed in " + describe_op(op.name(), self->device_));
+        }
+      }
+      if (!op.is_async()) {
+        // Recorded even after a failure: the work enqueued before it may
+        // still run, and the completion (which lets deletion free buffers)
+        // must wait for it.
+        done = self->events_->acquire();
+        check_cuda(cudaEventRecord(done.get(), stream.handle),
+                   "cudaEventRecord after " + describe_op(op.name(), self->device_));
+      }
+    } catch (...) {
+      if (!error) error = std::current_exception();
+    }
+  }
+  if (op.is_async()) {
+    // Only its own Completion can complete an async op: run it even when
+    // CUDA failed before, its own CUDA calls then fail and report it.
+    if (!invoked) {
+      RunContext ctx{.device = op.device(), .stream = stream.handle, .stream_index = index,
+                     .property = op.property(), .name = op.name()};
+      op.invoke(ctx);
+    }
+    return;
+  }
+  if (!error) op.launched(Fence{op.device(), index, done});
+  stream.watcher->watch(op, std::move(done), std::move(error));
+}
+
+DeviceFactory cuda_device_factory() {
+  return [](Device device) -> std::unique_ptr<Executor> {
+    if (device.index >= cuda_device_count()) return nullptr;
+    return std::make_unique<CudaExecutor>(device.index, cuda_config_from_environment());
+  };
+}
+
+}  // namespace depengine::detail

@@ -1,0 +1,53 @@
+#pragma once
+// CudaExecutor: the executor of one GPU.
+//
+// Launching an operation, on the thread that submits it: make the chosen
+// stream wait (cudaStreamWaitEvent) for the fences of predecessors launched
+// on other streams, run the operation's function with ctx.stream set to that
+// stream (it enqueues kernels and copies), check the launch, record a pooled
+// event behind the work and report the launch with that event as the fence.
+// The engine may then launch successors at once; the stream's
+// CompletionWatcher reports the completion when the event has completed.
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "depengine/executor.h"
+#include "devices/cuda/completion_watcher.h"
+#include "devices/cuda/cuda_config.h"
+#include "devices/streams/recycling_pool.h"
+#include "devices/streams/stream_selector.h"
+
+namespace depengine::detail {
+
+class CudaExecutor final : public Executor {
+ public:
+  CudaExecutor(int device, const CudaConfig& config);
+  ~CudaExecutor() override;
+
+  void submit(ReadyOp op) override;
+  bool uses_fences() const override { return true; }
+  void shutdown() override;
+
+ private:
+  struct Stream {
+    cudaStream_t handle = nullptr;
+    // Keeps one operation's function, launch check and event record
+    // together, so that the event covers that operation's work.
+    std::mutex launch_mutex;
+    std::unique_ptr<CompletionWatcher> watcher;
+    ~Stream();
+  };
+
+  static void launch(void* self, ReadyOp op) noexcept;
+
+  const int device_;
+  StreamSelector selector_;
+  std::shared_ptr<RecyclingPool<CUevent_st>> events_;
+  std::vector<std::unique_ptr<Stream>> streams_;
+};
+
+}  // namespace depengine::detail

@@ -1,0 +1,11 @@
+# Device tests: the emulated device everywhere, the CUDA device where built
+# (its tests skip themselves on machines without a GPU).
+depengine_add_test(device_emulated_tests
+  device_emulated_test.cpp
+  device_emulated_random_test.cpp
+  device_placement_test.cpp
+)
+if(DEPENGINE_CUDA_ENABLED)
+  depengine_add_test(device_cuda_tests device_cuda_test.cpp)
+  target_link_libraries(device_cuda_tests PRIVATE depengine_cuda_sample_kernels CUDA::cudart)
+endif()
