@@ -82,8 +82,10 @@ Cost gemm(const Tensor& a, const Tensor& b, const Tensor& c, bool trans_a = fals
 
 /// For logits [rows, classes] and int32 labels [rows]: loss (one element) =
 /// mean over rows of -log softmax(logits)[label], and, unless `grad` is a null
-/// Tensor, grad = (softmax(logits) - onehot(label)) / rows. A label outside
-/// [0, classes) makes the op fail (the error reaches the next blocker).
+/// Tensor, grad = (softmax(logits) - onehot(label)) / rows; with no rows the
+/// loss is 0. A label outside [0, classes) makes the op fail on the CPU and
+/// the emulated device (the error reaches the next blocker); on CUDA, where a
+/// kernel cannot throw, it makes the loss NaN.
 Cost softmax_cross_entropy(const Tensor& logits, const Tensor& labels, const Tensor& loss,
                            const Tensor& grad);
 
