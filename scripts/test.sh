@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Builds depengine and runs its whole test suite.
+# Installs what is missing, builds depengine and runs its whole test suite.
 #   scripts/test.sh [BUILD_DIR] [extra cmake options...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+scripts/install-deps.sh
 build=${1:-build}
 shift || true
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "$@"

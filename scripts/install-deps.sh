@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs the Debian packages depengine builds and tests with, if missing.
+set -euo pipefail
+packages=(cmake g++ make pkg-config libtbb-dev libboost-dev libgtest-dev libbenchmark-dev
+          libopenblas-dev nlohmann-json3-dev libcli11-dev libxml2-dev python3 chromium)
+if ! dpkg -s "${packages[@]}" >/dev/null 2>&1; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo=sudo
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${packages[@]}"
+  # Optional: the handwritten-digits data set the MLP example trains on
+  # (without it, the example generates its data).
+  $sudo apt-get install -y -qq --no-install-recommends python3-sklearn || true
+fi
