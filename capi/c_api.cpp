@@ -270,6 +270,31 @@ OpFailure rewrap_current_exception() {
   }
 }
 
+// What depengine_push and depengine_push_async share: check and convert the
+// arguments, then hand the converted lists and options to `push`; a push the
+// engine rejects becomes a status code.
+template <class Push>
+depengine_status checked_push(const char* call, depengine_engine* engine, bool null_fn, const depengine_var* reads,
+                              size_t num_reads, const depengine_var* writes, size_t num_writes,
+                              const depengine_push_options* options, Push&& push) noexcept {
+  VarBuffer cpp_reads, cpp_writes;
+  depengine::PushOptions cpp_options;
+  try {
+    const depengine_status checked = prepare_push(call, engine, null_fn, reads, num_reads, writes, num_writes,
+                                                  options, cpp_reads, cpp_writes, cpp_options);
+    if (checked != DEPENGINE_OK) return checked;
+  } catch (...) {
+    return status_of_current_exception(call);
+  }
+  try {
+    push(std::span<const Var>(cpp_reads.data(), cpp_reads.size()),
+         std::span<const Var>(cpp_writes.data(), cpp_writes.size()), cpp_options);
+    return DEPENGINE_OK;
+  } catch (...) {
+    return push_rejected(call, engine, cpp_options);
+  }
+}
+
 }  // namespace
 
 extern "C" {
@@ -408,75 +433,51 @@ depengine_status depengine_push_options_init(depengine_push_options* options) no
 depengine_status depengine_push(depengine_engine* engine, depengine_op_fn fn, void* user_data,
                                 const depengine_var* reads, size_t num_reads, const depengine_var* writes,
                                 size_t num_writes, const depengine_push_options* options) noexcept {
-  constexpr const char* call = "depengine_push";
-  VarBuffer cpp_reads, cpp_writes;
-  depengine::PushOptions cpp_options;
-  try {
-    const depengine_status checked = prepare_push(call, engine, fn == nullptr, reads, num_reads, writes, num_writes,
-                                                  options, cpp_reads, cpp_writes, cpp_options);
-    if (checked != DEPENGINE_OK) return checked;
-  } catch (...) {
-    return status_of_current_exception(call);
-  }
-  try {
-    engine->engine.push(
-        [fn, user_data](depengine::RunContext& run) {
-          depengine_op_context ctx{run, false, std::nullopt};
-          try {
-            fn(user_data, &ctx);
-          } catch (...) {
-            throw rewrap_current_exception();
-          }
-          if (ctx.failure) throw OpFailure(*ctx.failure);
-        },
-        std::span<const Var>(cpp_reads.data(), cpp_reads.size()),
-        std::span<const Var>(cpp_writes.data(), cpp_writes.size()), cpp_options);
-    return DEPENGINE_OK;
-  } catch (...) {
-    return push_rejected(call, engine, cpp_options);
-  }
+  return checked_push(
+      "depengine_push", engine, fn == nullptr, reads, num_reads, writes, num_writes, options,
+      [&](std::span<const Var> cpp_reads, std::span<const Var> cpp_writes, const depengine::PushOptions& cpp_options) {
+        engine->engine.push(
+            [fn, user_data](depengine::RunContext& run) {
+              depengine_op_context ctx{run, false, std::nullopt};
+              try {
+                fn(user_data, &ctx);
+              } catch (...) {
+                throw rewrap_current_exception();
+              }
+              if (ctx.failure) throw OpFailure(*ctx.failure);
+            },
+            cpp_reads, cpp_writes, cpp_options);
+      });
 }
 
 depengine_status depengine_push_async(depengine_engine* engine, depengine_async_op_fn fn, void* user_data,
                                       const depengine_var* reads, size_t num_reads, const depengine_var* writes,
                                       size_t num_writes, const depengine_push_options* options) noexcept {
-  constexpr const char* call = "depengine_push_async";
-  VarBuffer cpp_reads, cpp_writes;
-  depengine::PushOptions cpp_options;
-  try {
-    const depengine_status checked = prepare_push(call, engine, fn == nullptr, reads, num_reads, writes, num_writes,
-                                                  options, cpp_reads, cpp_writes, cpp_options);
-    if (checked != DEPENGINE_OK) return checked;
-  } catch (...) {
-    return status_of_current_exception(call);
-  }
-  try {
-    engine->engine.push_async(
-        [fn, user_data](depengine::RunContext& run, Completion done) {
-          depengine_completion handle = 0;
-          try {
-            handle = completions().add(std::move(done));
-          } catch (...) {
-            if (done) done(std::make_exception_ptr(rewrap_current_exception()));
-            return;
-          }
-          depengine_op_context ctx{run, true, std::nullopt};
-          try {
-            fn(user_data, &ctx, handle);
-          } catch (...) {
-            // Fail the operation with what was thrown, unless the function
-            // completed it before throwing.
-            if (std::optional<Completion> pending = completions().take(handle)) {
-              (*pending)(std::make_exception_ptr(rewrap_current_exception()));
-            }
-          }
-        },
-        std::span<const Var>(cpp_reads.data(), cpp_reads.size()),
-        std::span<const Var>(cpp_writes.data(), cpp_writes.size()), cpp_options);
-    return DEPENGINE_OK;
-  } catch (...) {
-    return push_rejected(call, engine, cpp_options);
-  }
+  return checked_push(
+      "depengine_push_async", engine, fn == nullptr, reads, num_reads, writes, num_writes, options,
+      [&](std::span<const Var> cpp_reads, std::span<const Var> cpp_writes, const depengine::PushOptions& cpp_options) {
+        engine->engine.push_async(
+            [fn, user_data](depengine::RunContext& run, Completion done) {
+              depengine_completion handle = 0;
+              try {
+                handle = completions().add(std::move(done));
+              } catch (...) {
+                if (done) done(std::make_exception_ptr(rewrap_current_exception()));
+                return;
+              }
+              depengine_op_context ctx{run, true, std::nullopt};
+              try {
+                fn(user_data, &ctx, handle);
+              } catch (...) {
+                // Fail the operation with what was thrown, unless the function
+                // completed it before throwing.
+                if (std::optional<Completion> pending = completions().take(handle)) {
+                  (*pending)(std::make_exception_ptr(rewrap_current_exception()));
+                }
+              }
+            },
+            cpp_reads, cpp_writes, cpp_options);
+      });
 }
 
 depengine_status depengine_complete(depengine_completion done, const char* error_message) noexcept {
