@@ -267,6 +267,13 @@ TEST(Profiler, AsyncOpIsOneSlice) {
                     {.name = "async"});
   engine.wait_to_read(v);
   completer.join();
+  // The op completed when its Completion was called; its function (whose
+  // return ends the slice) may still be returning on the worker: give it a
+  // bounded moment.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (profiler.ops().empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   profiler.stop();
   const auto ops = profiler.ops();
   ASSERT_EQ(ops.size(), 1u);
