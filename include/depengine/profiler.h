@@ -121,7 +121,9 @@ class Profiler {
   /// profiler is recording this engine.
   void start();
   /// Stops recording. Operations still running are left out of the recording:
-  /// call `wait_all` first to keep them.
+  /// call `wait_all` first to keep them. (An async operation completes when
+  /// its Completion is called, which may be just before its function returns
+  /// and ends its slice.)
   void stop();
   bool running() const;
   /// Forgets what was recorded.
