@@ -158,7 +158,10 @@ OpBlock* EngineCore::make_op(OpKind kind, VarList reads, VarList writes, const P
   op->priority = options.priority;
   op->device = options.device;
   op->property = options.property;
-  op->name.assign(options.name);
+  if (!options.name.empty()) {
+    op->name.assign(options.name);
+    op->named = true;
+  }
   op->executor = executor;
   op->device_uses_fences = executor != nullptr && executor->uses_fences();
   return op;
@@ -206,6 +209,7 @@ OpBlock* EngineCore::make_engine_op(OpKind kind, VarState* var, bool write, cons
   op->engine = this;
   op->kind = kind;
   op->name = name;
+  op->named = true;
   op->priority = 0;
   op->device = Device::cpu();
   op->property = OpProperty::Normal;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <exception>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "depengine/engine.h"
@@ -66,6 +67,7 @@ struct alignas(64) OpBlock {
   OpKind kind = OpKind::Sync;
   OpProperty property = OpProperty::Normal;
   bool device_uses_fences = false;
+  bool named = false;  // `name` (cold) is set
   int priority = 0;
   Device device;
   // Entries, sorted by variable address (the lock order).
@@ -93,26 +95,46 @@ struct alignas(64) OpBlock {
   std::atomic<int> holds{0};
   std::uint64_t sequence = 0;  // push order, for the profiler and FIFO ties
 
-  OpBlock* pool_next = nullptr;
+  /// The op's name, without touching the cold lines when it has none.
+  std::string_view name_view() const { return named ? std::string_view(name) : std::string_view(); }
 
   void clear_for_reuse() {
     fn.reset();
     entries.clear();
     executor = nullptr;
-    device_uses_fences = false;
-    signal = nullptr;
     input_failed.store(false, std::memory_order_relaxed);
-    // The common case: a plain op that ran, which set nothing cold (its name
-    // is overwritten by the next push).
-    if (kind == OpKind::Sync && !error && fences.empty() && !launch_fence.event) return;
+    // The common case: a plain, unnamed op that ran on the CPU, which set
+    // nothing cold, so the cold lines stay untouched here.
+    const bool plain = kind == OpKind::Sync && !error && !device_uses_fences && !named;
+    device_uses_fences = false;
+    if (plain) return;
+    named = false;
     async_fn.reset();
     release.reset();
+    signal = nullptr;
     name.clear();
     error = nullptr;
     fences.clear();
     launch_fence = Fence{};
   }
 };
+
+/// Starts loading the lines a thread touches to run or reuse `op`, so that
+/// the cache misses of several blocks that come from another core overlap
+/// instead of stalling one after another.
+inline void prefetch_block(const OpBlock* op) {
+  const char* line = reinterpret_cast<const char*>(op);
+  __builtin_prefetch(line, 1);
+  __builtin_prefetch(line + 64, 1);
+  __builtin_prefetch(line + 128, 1);
+}
+
+/// The same for the op's first entries (its block must be loaded, or on
+/// its way); a few suffice to hide the latency of the rest.
+inline void prefetch_entries(const OpBlock* op) {
+  const std::size_t n = op->entries.size() < 4 ? op->entries.size() : 4;
+  for (std::size_t i = 0; i < n; ++i) __builtin_prefetch(&op->entries[i], 1);
+}
 
 /// Gives `entry` the error `error` of its variable as input (the variable's
 /// lock held).

@@ -1,5 +1,7 @@
 #include "engine/op_pool.h"
 
+#include <algorithm>
+
 namespace depengine::detail {
 
 OpPool::Stock& OpPool::stock() {
@@ -8,7 +10,7 @@ OpPool::Stock& OpPool::stock() {
 }
 
 OpPool::ThreadCache::~ThreadCache() {
-  if (local.size > 0) give_batch(local);
+  if (!blocks.empty()) give_batch(blocks, 0);
 }
 
 OpPool::ThreadCache& OpPool::cache() {
@@ -16,41 +18,38 @@ OpPool::ThreadCache& OpPool::cache() {
   return c;
 }
 
-OpPool::Batch OpPool::take_batch() {
+void OpPool::take_batch(std::vector<OpBlock*>& to) {
   Stock& s = stock();
   std::lock_guard lock(s.mutex);
-  if (s.batches.empty()) return {};
-  Batch b = s.batches.back();
-  s.batches.pop_back();
-  return b;
+  const std::size_t n = std::min(kBatch, s.blocks.size());
+  to.insert(to.end(), s.blocks.end() - static_cast<std::ptrdiff_t>(n), s.blocks.end());
+  s.blocks.resize(s.blocks.size() - n);
 }
 
-void OpPool::give_batch(Batch batch) {
+void OpPool::give_batch(std::vector<OpBlock*>& blocks, std::size_t from) {
   Stock& s = stock();
-  std::lock_guard lock(s.mutex);
-  s.batches.push_back(batch);
+  {
+    std::lock_guard lock(s.mutex);
+    s.blocks.insert(s.blocks.end(), blocks.begin() + static_cast<std::ptrdiff_t>(from), blocks.end());
+  }
+  blocks.resize(from);
 }
 
 OpBlock* OpPool::acquire() {
-  Batch& local = cache().local;
-  if (local.head == nullptr) local = take_batch();
-  if (local.head == nullptr) return new OpBlock;
-  OpBlock* op = local.head;
-  local.head = op->pool_next;
-  --local.size;
+  std::vector<OpBlock*>& blocks = cache().blocks;
+  if (blocks.empty()) take_batch(blocks);
+  if (blocks.empty()) return new OpBlock;
+  OpBlock* op = blocks.back();
+  blocks.pop_back();
+  if (blocks.size() >= kPrefetchDistance) prefetch_block(blocks[blocks.size() - kPrefetchDistance]);
   return op;
 }
 
 void OpPool::release(OpBlock* op) {
   op->clear_for_reuse();
-  Batch& local = cache().local;
-  if (local.size == kBatch) {
-    give_batch(local);
-    local = {};
-  }
-  op->pool_next = local.head;
-  local.head = op;
-  ++local.size;
+  std::vector<OpBlock*>& blocks = cache().blocks;
+  if (blocks.size() == 2 * kBatch) give_batch(blocks, kBatch);
+  blocks.push_back(op);
 }
 
 }  // namespace depengine::detail

@@ -1,8 +1,8 @@
 #pragma once
 // OpPool: recycles OpBlocks so that pushing an operation allocates nothing
 // once the pool is warm. Each thread keeps a private cache; caches exchange
-// whole batches with a shared stock under a mutex, so the mutex is taken once
-// per kBatch operations, not once per operation.
+// batches with a shared stock under a mutex, so the mutex is taken once per
+// kBatch operations, not once per operation.
 
 #include <cstddef>
 #include <mutex>
@@ -19,24 +19,25 @@ class OpPool {
 
  private:
   static constexpr std::size_t kBatch = 64;
-
-  struct Batch {
-    OpBlock* head = nullptr;
-    std::size_t size = 0;
-  };
+  // Blocks usually come back from the thread that ran them, on another core:
+  // acquire starts loading the block it will hand out this many calls later.
+  static constexpr std::size_t kPrefetchDistance = 4;
 
   struct ThreadCache {
-    Batch local;
+    ThreadCache() { blocks.reserve(2 * kBatch); }
     ~ThreadCache();
+    std::vector<OpBlock*> blocks;  // a stack: the last released goes first
   };
 
   static ThreadCache& cache();
-  static Batch take_batch();
-  static void give_batch(Batch batch);
+  /// Moves up to kBatch blocks from the stock into `to`.
+  static void take_batch(std::vector<OpBlock*>& to);
+  /// Moves blocks [from, end) of `blocks` to the stock.
+  static void give_batch(std::vector<OpBlock*>& blocks, std::size_t from);
 
   struct Stock {
     std::mutex mutex;
-    std::vector<Batch> batches;
+    std::vector<OpBlock*> blocks;
   };
   // Never destroyed: threads may return their caches during process exit.
   static Stock& stock();

@@ -83,7 +83,7 @@ std::exception_ptr dropped_completion_error(const OpBlock& op) {
 Device ReadyOp::device() const { return op_->device; }
 OpProperty ReadyOp::property() const { return op_->property; }
 int ReadyOp::priority() const { return op_->priority; }
-std::string_view ReadyOp::name() const { return op_->name; }
+std::string_view ReadyOp::name() const { return op_->name_view(); }
 bool ReadyOp::is_async() const { return op_->kind == detail::OpKind::Async; }
 std::span<const Fence> ReadyOp::fences() const { return op_->fences; }
 

@@ -44,6 +44,7 @@ class ThreadedEngine final : public EngineCore {
   }
 
   ~ThreadedEngine() override {
+    if (cpu_->help()) wake_waiters();
     wait_until_in_flight_at_most(0, waiters_);
     // A device or completion thread may still be inside on_completed, just
     // past counting the last completion: let it leave before we go.
@@ -57,6 +58,9 @@ class ThreadedEngine final : public EngineCore {
     check_blocking_allowed("wait_all");
     detail::OpObserver* obs = observer();
     if (obs) [[unlikely]] obs->on_block_begin("wait_all");
+    // This thread would only sleep: it runs queued CPU ops meanwhile (the
+    // last ones it completes may be what other waiters wait for).
+    if (cpu_->help()) wake_waiters();
     wait_until_in_flight_at_most(0, waiters_);
     if (obs) [[unlikely]] obs->on_block_end("wait_all");
     if (std::exception_ptr error = take_all_errors()) std::rethrow_exception(error);

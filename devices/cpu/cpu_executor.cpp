@@ -16,6 +16,8 @@ thread_local const CpuExecutor* t_worker_of = nullptr;
 // Long enough to bridge the gap between two pushes of a busy frontend, short
 // enough that an idle engine goes quiet at once.
 constexpr auto kIdleSpin = std::chrono::microseconds(50);
+// About every 2 us of spinning.
+constexpr unsigned kRoundsPerYield = 8;
 
 }  // namespace
 
@@ -74,10 +76,13 @@ void CpuExecutor::worker_loop() {
       engine_.on_cpu_idle();
       spinning_.fetch_add(1, std::memory_order_seq_cst);
       const auto give_up = std::chrono::steady_clock::now() + kIdleSpin;
-      do {
+      for (unsigned round = 1; count == 0 && std::chrono::steady_clock::now() < give_up; ++round) {
         for (int i = 0; i < 16; ++i) cpu_relax();
+        // Now and then let another thread have this core: on a busy machine
+        // the frontend we wait for may be queued behind us on it.
+        if (round % kRoundsPerYield == 0) std::this_thread::yield();
         count = queue_.pop(batch, kMaxBatch);
-      } while (count == 0 && std::chrono::steady_clock::now() < give_up);
+      }
       spinning_.fetch_sub(1, std::memory_order_seq_cst);
     }
     if (count == 0) {
@@ -95,15 +100,39 @@ void CpuExecutor::worker_loop() {
     // A submit may have counted on us as a spinner while we took other work:
     // pass the wake-up on if ops are still waiting.
     if (queue_.maybe_nonempty()) start_worker_if_needed(1);
-    for (std::size_t i = 0; i < count; ++i) run_chain(batch[i]);
+    run_batch(batch, count);
   }
   t_worker_of = previous;
   running_tasks_.fetch_sub(1, std::memory_order_release);  // last touch of *this
 }
 
+bool CpuExecutor::help() {
+  // Counted as a worker while it helps: its completions need not wake the
+  // waiters one by one (the caller is one of them, and wakes the rest).
+  const CpuExecutor* previous = t_worker_of;
+  t_worker_of = this;
+  OpBlock* batch[kMaxBatch];
+  bool ran = false;
+  while (std::size_t count = queue_.pop(batch, kMaxBatch)) {
+    run_batch(batch, count);
+    ran = true;
+  }
+  t_worker_of = previous;
+  return ran;
+}
+
+void CpuExecutor::run_batch(OpBlock** batch, std::size_t count) {
+  // The blocks were written on another core: let their misses overlap.
+  for (std::size_t i = 0; i < count; ++i) prefetch_block(batch[i]);
+  for (std::size_t i = 0; i < count; ++i) {
+    if (i + 1 < count) prefetch_entries(batch[i + 1]);
+    run_chain(batch[i]);
+  }
+}
+
 void CpuExecutor::run_chain(OpBlock* op) {
   while (op != nullptr) {
-    RunContext ctx{.device = Device::cpu(), .property = op->property, .name = op->name};
+    RunContext ctx{.device = Device::cpu(), .property = op->property, .name = op->name_view()};
     ReadyOp ready(op);
     const bool async = ready.is_async();
     std::exception_ptr error = ready.invoke(ctx);

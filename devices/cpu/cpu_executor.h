@@ -35,6 +35,11 @@ class CpuExecutor final : public Executor {
   void submit(ReadyOp op) override;
   void shutdown() override;
 
+  /// Runs queued operations on the calling thread (a frontend about to
+  /// block in wait_all) until the queue is empty; returns whether it ran any.
+  /// The thread would only sleep otherwise, and ops it runs need no hand-off.
+  bool help();
+
   int threads() const { return threads_; }
   /// True on a worker thread of this executor.
   bool on_worker_thread() const;
@@ -44,6 +49,7 @@ class CpuExecutor final : public Executor {
 
   void start_worker_if_needed(std::size_t backlog);
   void worker_loop();
+  void run_batch(OpBlock** batch, std::size_t count);
   void run_chain(OpBlock* op);
 
   EngineCore& engine_;
