@@ -53,21 +53,25 @@ void take_input_error(VarState& var, Entry& entry) {
   }
 }
 
-void grant_ready_entries(VarState& var, ReadyList& ready) {
+// Grants entries from the first ungranted one on while they can start. The
+// pending count of `own`'s op is left to the caller, who counts its own grants
+// and settles them in one atomic operation (or none).
+void grant_ready_entries(VarState& var, ReadyList& ready, const Entry* own = nullptr) {
   while (Entry* entry = var.first_ungranted) {
     if (!try_grant(var, *entry)) return;
-    if (var.error) [[unlikely]] take_input_error(var, *entry);
+    // `failed` mirrors `error` under the lock and shares the hot line.
+    if (var.failed.load(std::memory_order_relaxed)) [[unlikely]] take_input_error(var, *entry);
     entry->granted = true;
     ++var.active;
     if (entry->write) ++var.active_writes;
     var.first_ungranted = entry->next;
-    if (entry->op->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) ready.push(entry->op);
+    if (entry != own && entry->op->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) ready.push(entry->op);
   }
 }
 
 }  // namespace
 
-void append(VarState& var, Entry& entry, ReadyList& ready) {
+bool append(VarState& var, Entry& entry, ReadyList& ready) {
   entry.prev = var.tail;
   entry.next = nullptr;
   entry.granted = false;
@@ -80,8 +84,9 @@ void append(VarState& var, Entry& entry, ReadyList& ready) {
   var.tail = &entry;
   if (var.first_ungranted == nullptr) {
     var.first_ungranted = &entry;
-    grant_ready_entries(var, ready);
+    grant_ready_entries(var, ready, &entry);
   }
+  return entry.granted;
 }
 
 void mark_launched(VarState& var, Entry& entry, ReadyList& ready) {

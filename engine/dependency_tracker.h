@@ -53,8 +53,10 @@ class ReadyList {
 
 namespace dependency {
 
-/// Appends `entry` at the tail of its variable's queue, granting it if it can be.
-void append(VarState& var, Entry& entry, ReadyList& ready);
+/// Appends `entry` at the tail of its variable's queue and grants it if it
+/// can be; returns whether it did. Only the entry itself can be granted here,
+/// and its op's pending count is left to the caller (see OpBlock::pending).
+bool append(VarState& var, Entry& entry, ReadyList& ready);
 
 /// The entry's work has been enqueued on a stream; its op's launch_fence is set.
 void mark_launched(VarState& var, Entry& entry, ReadyList& ready);

@@ -63,6 +63,9 @@ struct alignas(64) OpBlock {
   // line touched costs a cache miss).
   EngineCore* engine = nullptr;
   Executor* executor = nullptr;
+  // Entries not yet granted, plus one for the push itself. The pushing
+  // thread settles the grants it made itself in one step (see
+  // ThreadedEngine::submit); later grants count down one by one.
   std::atomic<int> pending{0};
   OpKind kind = OpKind::Sync;
   OpProperty property = OpProperty::Normal;
@@ -134,6 +137,12 @@ inline void prefetch_block(const OpBlock* op) {
 inline void prefetch_entries(const OpBlock* op) {
   const std::size_t n = op->entries.size() < 4 ? op->entries.size() : 4;
   for (std::size_t i = 0; i < n; ++i) __builtin_prefetch(&op->entries[i], 1);
+}
+
+/// For a block about to be reused: its entries' storage, which the thread
+/// that ran it wrote last.
+inline void prefetch_entry_storage(const OpBlock* op) {
+  if (op->entries.capacity() != 0) __builtin_prefetch(op->entries.data(), 1);
 }
 
 /// Gives `entry` the error `error` of its variable as input (the variable's

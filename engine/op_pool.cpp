@@ -41,7 +41,11 @@ OpBlock* OpPool::acquire() {
   if (blocks.empty()) return new OpBlock;
   OpBlock* op = blocks.back();
   blocks.pop_back();
-  if (blocks.size() >= kPrefetchDistance) prefetch_block(blocks[blocks.size() - kPrefetchDistance]);
+  // Two stages: the entries' address is read from a block prefetched
+  // earlier, which has arrived by now.
+  const std::size_t n = blocks.size();
+  if (n >= kPrefetchDistance) prefetch_block(blocks[n - kPrefetchDistance]);
+  if (n >= kPrefetchDistance / 2) prefetch_entry_storage(blocks[n - kPrefetchDistance / 2]);
   return op;
 }
 

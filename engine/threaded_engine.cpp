@@ -98,14 +98,20 @@ class ThreadedEngine final : public EngineCore {
   void submit(OpBlock* op) override {
     if (!in_operation() && ++t_pushes % check_interval_ == 0) apply_back_pressure();
     counter_.add_pushed();
-    op->pending.store(static_cast<int>(op->entries.size()) + 1, std::memory_order_relaxed);
+    const int entries = static_cast<int>(op->entries.size());
+    op->pending.store(entries + 1, std::memory_order_relaxed);
     ReadyList ready;
+    int granted = 0;
     // Entries are sorted by variable address: a global lock order.
     for (Entry& e : op->entries) e.var->lock.lock();
-    for (Entry& e : op->entries) detail::dependency::append(*e.var, e, ready);
+    for (Entry& e : op->entries) granted += detail::dependency::append(*e.var, e, ready);
     for (Entry& e : op->entries) e.var->lock.unlock();
     if (detail::OpObserver* obs = observer()) [[unlikely]] obs->on_push(*op);
-    if (op->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) ready.push(op);
+    // Grants made here are settled in one step, or in none when every entry
+    // was granted (then no other thread can count this op down).
+    if (granted == entries || op->pending.fetch_sub(granted + 1, std::memory_order_acq_rel) == granted + 1) {
+      ready.push(op);
+    }
     dispatch(ready, nullptr);
   }
 

@@ -45,7 +45,10 @@ void CpuExecutor::submit(ReadyOp op) {
 }
 
 void CpuExecutor::start_worker_if_needed(std::size_t backlog) {
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  // No fence needed before reading active_: the queue's push and
+  // maybe_nonempty end in sequentially consistent operations, which order the
+  // op's publication before this load (a retiring worker does the mirror
+  // image: active_ first, then the queue).
   int active = active_.load(std::memory_order_seq_cst);
   // One active worker guarantees progress (a retiring worker looks at the
   // queue once more). More are started only when the queued ops outnumber
