@@ -1,7 +1,7 @@
 // Core micro-benchmarks: the same task graphs, pushed from scratch every
-// iteration, on depengine (threaded), the naive engine, oneTBB's flow graph
-// and OpenMP tasks with depend clauses. Ops are empty, so what is measured is
-// the cost per operation of the runtime itself.
+// iteration, on depengine (threaded), the naive engine, oneTBB's flow graph,
+// OpenMP tasks with depend clauses and, when built with it, StarPU. Ops are
+// empty, so what is measured is the cost per operation of the runtime itself.
 //
 // Names are <workload>/<system>/<threads>; the counter ns_per_op is the wall
 // time of one iteration (push/build, run, wait) divided by its op count.
@@ -26,6 +26,11 @@
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/task_arena.h>
 #include <omp.h>
+#ifdef DEPENGINE_BENCH_HAVE_STARPU
+#include <starpu.h>
+
+#include <cstdlib>
+#endif
 
 #include <depengine/engine.h>
 
@@ -235,6 +240,67 @@ void run_omp_task(benchmark::State& state, Workload (*make)(int)) {
   });
 }
 
+#ifdef DEPENGINE_BENCH_HAVE_STARPU
+// StarPU, like depengine, infers the dependencies from each task's access
+// modes (implicit data dependencies, sequential consistency on by default), so
+// it is given the read and write sets, not the edges. Its runtime is a process
+// singleton: each run starts it with its own worker count and shuts it down,
+// as run_engine builds and destroys its Engine, outside the timed loop.
+void run_starpu(benchmark::State& state, Workload (*make)(int)) {
+  const Workload& w = workload(make);
+  const int threads = static_cast<int>(state.range(0));
+  // Its notices would interleave with the benchmark's table; a user's
+  // STARPU_SILENT=0 still shows them.
+  setenv("STARPU_SILENT", "1", 0);
+  starpu_conf conf;
+  starpu_conf_init(&conf);
+  // The benchmark's name states the worker count and the devices: no STARPU_*
+  // environment variable may change them.
+  conf.precedence_over_environment_variables = 1;
+  conf.ncpus = threads;
+  conf.ncuda = 0;
+  conf.nopencl = 0;
+  conf.nmic = 0;
+  conf.nmpi_ms = 0;
+  // Empty tasks have no cost worth modelling; calibration would time each one.
+  conf.calibrate = 0;
+  conf.bus_calibrate = 0;
+  // lws (locality work stealing) is StarPU 1.3's default and the policy meant
+  // for CPU-only runs: a task made ready by a worker goes to that worker's
+  // queue, as in oneTBB and depengine. The model-based ones (dm*) need
+  // calibrated models, which empty tasks cannot give.
+  conf.sched_policy_name = "lws";
+  if (starpu_init(&conf) != 0) {
+    state.SkipWithError("starpu_init failed");
+    return;
+  }
+  starpu_codelet codelet;
+  starpu_codelet_init(&codelet);
+  codelet.cpu_funcs[0] = [](void**, void*) {};
+  codelet.nbuffers = STARPU_VARIABLE_NBUFFERS;
+  std::vector<int> cells(w.num_vars);
+  std::vector<starpu_data_handle_t> handles(w.num_vars);
+  for (int i = 0; i < w.num_vars; ++i) {
+    starpu_variable_data_register(&handles[i], STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(&cells[i]),
+                                  sizeof(int));
+  }
+  std::vector<starpu_data_descr> accesses;
+  measure(state, w.ops.size(), [&] {
+    for (const Op& op : w.ops) {
+      accesses.clear();
+      for (int v : op.reads) accesses.push_back({handles[v], STARPU_R});
+      for (int v : op.writes) accesses.push_back({handles[v], STARPU_W});
+      const int ret = starpu_task_insert(&codelet, STARPU_DATA_MODE_ARRAY, accesses.data(),
+                                         static_cast<int>(accesses.size()), 0);
+      STARPU_CHECK_RETURN_VALUE(ret, "starpu_task_insert");
+    }
+    starpu_task_wait_for_all();
+  });
+  for (starpu_data_handle_t h : handles) starpu_data_unregister(h);
+  starpu_shutdown();
+}
+#endif
+
 void register_all() {
   const std::pair<const char*, Workload (*)(int)> workloads[] = {
       {"chain", chain}, {"independent", independent}, {"fan_out_in", fan_out_in},
@@ -248,6 +314,9 @@ void register_all() {
     benchmark::RegisterBenchmark((prefix + "/tbb_flow_graph").c_str(), run_tbb_flow_graph, make)
         ->Arg(1)->Arg(2)->UseRealTime();
     benchmark::RegisterBenchmark((prefix + "/omp_task").c_str(), run_omp_task, make)->Arg(1)->Arg(2)->UseRealTime();
+#ifdef DEPENGINE_BENCH_HAVE_STARPU
+    benchmark::RegisterBenchmark((prefix + "/starpu").c_str(), run_starpu, make)->Arg(1)->Arg(2)->UseRealTime();
+#endif
   }
 }
 
