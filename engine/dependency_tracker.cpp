@@ -25,7 +25,7 @@ void add_fence(std::vector<Fence>& fences, const Fence& fence) {
 // wait for fences of launched predecessors, collects them.
 bool try_grant(VarState& var, Entry& entry) {
   if (entry.write ? var.active == 0 : var.active_writes == 0) return true;
-  const OpBlock& op = *entry.op;
+  OpBlock& op = *entry.op;
   if (!op.device_uses_fences) return false;
   const bool early = entry.write ? all_active_launched_on(var, op.device)
                                  : all_active_writes_launched_on(var, op.device);
@@ -34,7 +34,7 @@ bool try_grant(VarState& var, Entry& entry) {
   // ordered before that write already. Walking the whole queue would cost
   // O(n) per entry on a long chain launched ahead.
   for (Entry* e = entry.prev; e != nullptr; e = e->prev) {
-    if (e->write || entry.write) add_fence(entry.fences, e->op->launch_fence);
+    if (e->write || entry.write) add_fence(op.fences_of(entry), e->op->launch_fence);
     if (e->write) break;
   }
   return true;

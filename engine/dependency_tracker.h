@@ -24,6 +24,8 @@ namespace depengine::detail {
 class ReadyList {
  public:
   void push(OpBlock* op) {
+    // Whoever dispatches it reads it next; it was last written elsewhere.
+    prefetch_block(op);
     if (size_ < kInline) {
       inline_[size_] = op;
     } else {

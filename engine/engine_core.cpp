@@ -164,6 +164,7 @@ OpBlock* EngineCore::make_op(OpKind kind, VarList reads, VarList writes, const P
   }
   op->executor = executor;
   op->device_uses_fences = executor != nullptr && executor->uses_fences();
+  if (op->device_uses_fences) op->entry_fences.resize(op->entries.size());
   return op;
 }
 

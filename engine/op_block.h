@@ -12,6 +12,7 @@
 
 #include "depengine/engine.h"
 #include "depengine/executor.h"
+#include "engine/prefetch.h"
 
 namespace depengine {
 class EngineCore;
@@ -23,8 +24,9 @@ struct OpBlock;
 struct VarState;
 class WaitSignal;
 
-/// One operation's place in one variable's version queue.
-struct Entry {
+/// One operation's place in one variable's version queue: one line each, as
+/// the frontend writes it and a worker reads and clears it on another core.
+struct alignas(64) Entry {
   VarState* var = nullptr;
   OpBlock* op = nullptr;
   Entry* prev = nullptr;
@@ -36,9 +38,6 @@ struct Entry {
   /// several failed inputs, the first listed one gives the op its error, so
   /// that the choice depends neither on addresses nor on timing.
   std::uint32_t position = 0;
-  /// Fences this entry must wait for, when granted before its predecessors
-  /// completed (only on stream devices).
-  std::vector<Fence> fences;
   /// The variable's error as this entry sees it at its turn in push order
   /// (guarded by the variable's lock): taken when the entry is granted, and
   /// overwritten when an earlier write it was granted behind fails. Frozen
@@ -75,14 +74,18 @@ struct alignas(64) OpBlock {
   Device device;
   // Entries, sorted by variable address (the lock order).
   std::vector<Entry> entries;
-  std::vector<Fence> fences;  // union of the entries' fences, when ready
-  std::exception_ptr error;   // why the operation failed or was skipped
+  std::exception_ptr error;  // why the operation failed or was skipped
   // Set (after an Entry::error) once some entry of the op has an input error.
   std::atomic<bool> input_failed{false};
   OpFn fn;
 
-  // Cold: other kinds of operation, names, profiling.
+  // Cold: other kinds of operation, stream devices, names, profiling.
   AsyncOpFn async_fn;
+  // On stream devices, the fences each entry must wait for when granted
+  // before its predecessors completed (by index in `entries`; each filled
+  // under its variable's lock), and their union once the op is ready.
+  std::vector<std::vector<Fence>> entry_fences;
+  std::vector<Fence> fences;
   ReleaseFn release;
   WaitSignal* signal = nullptr;
   std::string name;
@@ -97,6 +100,13 @@ struct alignas(64) OpBlock {
   // back to the pool when both let go (a Completion may fire inside invoke).
   std::atomic<int> holds{0};
   std::uint64_t sequence = 0;  // push order, for the profiler and FIFO ties
+
+  /// Whether the op was granted ahead of predecessors that had only been
+  /// launched (read without touching the cold lines for CPU ops).
+  bool has_fences() const { return device_uses_fences && !fences.empty(); }
+  std::vector<Fence>& fences_of(const Entry& entry) {
+    return entry_fences[static_cast<std::size_t>(&entry - entries.data())];
+  }
 
   /// The op's name, without touching the cold lines when it has none.
   std::string_view name_view() const { return named ? std::string_view(name) : std::string_view(); }
@@ -117,6 +127,7 @@ struct alignas(64) OpBlock {
     signal = nullptr;
     name.clear();
     error = nullptr;
+    for (std::vector<Fence>& f : entry_fences) f.clear();
     fences.clear();
     launch_fence = Fence{};
   }
@@ -127,22 +138,29 @@ struct alignas(64) OpBlock {
 /// instead of stalling one after another.
 inline void prefetch_block(const OpBlock* op) {
   const char* line = reinterpret_cast<const char*>(op);
-  __builtin_prefetch(line, 1);
-  __builtin_prefetch(line + 64, 1);
-  __builtin_prefetch(line + 128, 1);
+  prefetch_for_write(line);
+  prefetch_for_write(line + 64);
+  prefetch_for_write(line + 128);
 }
 
 /// The same for the op's first entries (its block must be loaded, or on
 /// its way); a few suffice to hide the latency of the rest.
 inline void prefetch_entries(const OpBlock* op) {
   const std::size_t n = op->entries.size() < 4 ? op->entries.size() : 4;
-  for (std::size_t i = 0; i < n; ++i) __builtin_prefetch(&op->entries[i], 1);
+  for (std::size_t i = 0; i < n; ++i) prefetch_for_write(&op->entries[i]);
+}
+
+/// The same for the variables of the op's first entries (the entries must
+/// be loaded, or on their way).
+inline void prefetch_vars(const OpBlock* op) {
+  const std::size_t n = op->entries.size() < 4 ? op->entries.size() : 4;
+  for (std::size_t i = 0; i < n; ++i) prefetch_for_write(op->entries[i].var);
 }
 
 /// For a block about to be reused: its entries' storage, which the thread
 /// that ran it wrote last.
 inline void prefetch_entry_storage(const OpBlock* op) {
-  if (op->entries.capacity() != 0) __builtin_prefetch(op->entries.data(), 1);
+  if (op->entries.capacity() != 0) prefetch_for_write(op->entries.data());
 }
 
 /// Gives `entry` the error `error` of its variable as input (the variable's

@@ -140,7 +140,7 @@ class ThreadedEngine final : public EngineCore {
           // its predecessors are done (ReadyOp::input_error): finishing it
           // here would complete it before them, and its failure would then
           // reach them backwards.
-          if (std::exception_ptr error = op->fences.empty() ? input_error(*op) : nullptr) {
+          if (std::exception_ptr error = op->has_fences() ? nullptr : input_error(*op)) {
             // Skipped: a variable it touches failed earlier.
             if (op->kind == OpKind::Async) op->holds.store(1, std::memory_order_relaxed);
             finish(op, std::move(error), ready);
@@ -156,9 +156,9 @@ class ThreadedEngine final : public EngineCore {
   }
 
   static void collect_fences(OpBlock& op) {
-    for (Entry& e : op.entries) {
-      for (Fence& f : e.fences) op.fences.push_back(std::move(f));
-      e.fences.clear();
+    for (std::vector<Fence>& fences : op.entry_fences) {
+      for (Fence& f : fences) op.fences.push_back(std::move(f));
+      fences.clear();
     }
   }
 
@@ -184,7 +184,7 @@ class ThreadedEngine final : public EngineCore {
     if (error) op->error = std::move(error);
     // An op launched before its predecessors completed learns of their
     // failure only now.
-    if (!op->error && !op->fences.empty()) op->error = input_error(*op);
+    if (!op->error && op->has_fences()) op->error = input_error(*op);
     const bool failed = op->error && (op->kind == OpKind::Sync || op->kind == OpKind::Async);
     const std::size_t ready_before = ready.size();
     for (Entry& e : op->entries) {
