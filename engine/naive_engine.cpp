@@ -98,7 +98,7 @@ class NaiveEngine final : public EngineCore {
  private:
   void finish(OpBlock* op, std::exception_ptr error) {
     if (error) {
-      op->error = std::move(error);
+      op->set_error(std::move(error));
       for (detail::Entry& e : op->entries) {
         if (!e.write) continue;
         std::lock_guard lock(e.var->lock);

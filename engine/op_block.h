@@ -57,9 +57,9 @@ inline constexpr std::uint32_t kAsyncInvoking = 1;
 inline constexpr std::uint32_t kAsyncDropped = 2;
 
 struct alignas(64) OpBlock {
-  // Hot: what every push, dispatch and completion touches, packed together
-  // (the block changes cores between the frontend and a worker, so every
-  // line touched costs a cache miss).
+  // Hot: what every push, dispatch and completion touches, packed into two
+  // lines (the block changes cores between the frontend and a worker, so
+  // every line touched costs a cache miss): the bookkeeping, then the function.
   EngineCore* engine = nullptr;
   Executor* executor = nullptr;
   // Entries not yet granted, plus one for the push itself. The pushing
@@ -72,12 +72,13 @@ struct alignas(64) OpBlock {
   bool named = false;  // `name` (cold) is set
   int priority = 0;
   Device device;
-  // Entries, sorted by variable address (the lock order).
-  std::vector<Entry> entries;
-  std::exception_ptr error;  // why the operation failed or was skipped
   // Set (after an Entry::error) once some entry of the op has an input error.
   std::atomic<bool> input_failed{false};
+  bool has_error = false;  // `error` is set (read without touching its line)
+  // Entries, sorted by variable address (the lock order).
+  std::vector<Entry> entries;
   OpFn fn;
+  std::exception_ptr error;  // why the operation failed or was skipped
 
   // Cold: other kinds of operation, stream devices, names, profiling.
   AsyncOpFn async_fn;
@@ -108,6 +109,11 @@ struct alignas(64) OpBlock {
     return entry_fences[static_cast<std::size_t>(&entry - entries.data())];
   }
 
+  void set_error(std::exception_ptr e) {
+    error = std::move(e);
+    has_error = true;
+  }
+
   /// The op's name, without touching the cold lines when it has none.
   std::string_view name_view() const { return named ? std::string_view(name) : std::string_view(); }
 
@@ -118,10 +124,11 @@ struct alignas(64) OpBlock {
     input_failed.store(false, std::memory_order_relaxed);
     // The common case: a plain, unnamed op that ran on the CPU, which set
     // nothing cold, so the cold lines stay untouched here.
-    const bool plain = kind == OpKind::Sync && !error && !device_uses_fences && !named;
+    const bool plain = kind == OpKind::Sync && !has_error && !device_uses_fences && !named;
     device_uses_fences = false;
     if (plain) return;
     named = false;
+    has_error = false;
     async_fn.reset();
     release.reset();
     signal = nullptr;

@@ -28,8 +28,16 @@ int resolve_threads(int requested) {
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
-thread_local std::uint64_t t_pushes = 0;
-thread_local std::uint64_t t_completions = 0;
+// Countdowns to the next back-pressure check of this thread (a division per
+// push would cost more than the check saves).
+thread_local std::int64_t t_pushes_to_check = 0;
+thread_local std::int64_t t_completions_to_check = 0;
+
+bool count_down(std::int64_t& countdown, std::size_t interval) {
+  if (--countdown > 0) return false;
+  countdown = static_cast<std::int64_t>(interval);
+  return true;
+}
 
 }  // namespace
 
@@ -96,7 +104,7 @@ class ThreadedEngine final : public EngineCore {
 
  protected:
   void submit(OpBlock* op) override {
-    if (!in_operation() && ++t_pushes % check_interval_ == 0) apply_back_pressure();
+    if (count_down(t_pushes_to_check, check_interval_) && !in_operation()) apply_back_pressure();
     counter_.add_pushed();
     const int entries = static_cast<int>(op->entries.size());
     op->pending.store(entries + 1, std::memory_order_relaxed);
@@ -181,11 +189,11 @@ class ThreadedEngine final : public EngineCore {
 
   // The op is done (or skipped with `error`): release what it held.
   void finish(OpBlock* op, std::exception_ptr error, ReadyList& ready) {
-    if (error) op->error = std::move(error);
     // An op launched before its predecessors completed learns of their
     // failure only now.
-    if (!op->error && op->has_fences()) op->error = input_error(*op);
-    const bool failed = op->error && (op->kind == OpKind::Sync || op->kind == OpKind::Async);
+    if (!error && op->has_fences()) error = input_error(*op);
+    if (error) op->set_error(std::move(error));
+    const bool failed = op->has_error && (op->kind == OpKind::Sync || op->kind == OpKind::Async);
     const std::size_t ready_before = ready.size();
     for (Entry& e : op->entries) {
       std::lock_guard lock(e.var->lock);
@@ -201,7 +209,7 @@ class ThreadedEngine final : public EngineCore {
     counter_.add_completed();
     if (!cpu_->on_worker_thread()) {
       wake_waiters();
-    } else if (bp_waiters_.load(std::memory_order_relaxed) > 0 && ++t_completions % check_interval_ == 0) {
+    } else if (bp_waiters_.load(std::memory_order_relaxed) > 0 && count_down(t_completions_to_check, check_interval_)) {
       wake_waiters();
     }
   }
