@@ -23,6 +23,24 @@ class OpsTest : public ::testing::TestWithParam<Device> {
   std::mt19937 rng{1234};
 
   Tensor make(const std::vector<double>& v, const Shape& s, DType t) { return tensor_of(*engine, v, s, t, device); }
+
+  // ops::sum and ops::mean of x (holding v) along `axis` against a float64 reference.
+  void expect_axis_sums(const std::vector<double>& v, const Shape& s, DType t, const Tensor& x, int axis) {
+    std::int64_t outer = 1, inner = 1;
+    for (int i = 0; i < axis; ++i) outer *= s[i];
+    for (int i = axis + 1; i < static_cast<int>(s.size()); ++i) inner *= s[i];
+    const std::int64_t len = s[axis];
+    std::vector<double> sums(static_cast<std::size_t>(outer * inner), 0.0);
+    for (std::int64_t o = 0; o < outer; ++o)
+      for (std::int64_t j = 0; j < len; ++j)
+        for (std::int64_t i = 0; i < inner; ++i) sums[o * inner + i] += v[(o * len + j) * inner + i];
+    const std::string what = shape_to_string(s) + " axis " + std::to_string(axis);
+    expect_close(sums, ops::sum(x, axis), tolerance(t, len), "sum " + what);
+    if (len > 0) {
+      for (double& e : sums) e /= static_cast<double>(len);
+      expect_close(sums, ops::mean(x, axis), tolerance(t, len), "mean " + what);
+    }
+  }
 };
 
 TEST_P(OpsTest, FillAndCopyConvert) {
@@ -113,22 +131,22 @@ TEST_P(OpsTest, SumAndMean) {
       expect_close({total}, ops::sum(x), tolerance(t, n), "sum all " + shape_to_string(s));
       if (n > 0) expect_close({total / n}, ops::mean(x), tolerance(t, n), "mean all");
 
-      const int axis = trial % rank;
-      std::int64_t outer = 1, inner = 1;
-      for (int i = 0; i < axis; ++i) outer *= s[i];
-      for (int i = axis + 1; i < rank; ++i) inner *= s[i];
-      const std::int64_t len = s[axis];
-      std::vector<double> sums(static_cast<std::size_t>(outer * inner), 0.0);
-      for (std::int64_t o = 0; o < outer; ++o)
-        for (std::int64_t j = 0; j < len; ++j)
-          for (std::int64_t i = 0; i < inner; ++i) sums[o * inner + i] += v[(o * len + j) * inner + i];
-      const std::string what = shape_to_string(s) + " axis " + std::to_string(axis);
-      expect_close(sums, ops::sum(x, axis), tolerance(t, len), "sum " + what);
-      if (len > 0) {
-        for (double& e : sums) e /= static_cast<double>(len);
-        expect_close(sums, ops::mean(x, axis), tolerance(t, len), "mean " + what);
-      }
+      expect_axis_sums(v, s, t, x, trial % rank);
     }
+  }
+}
+
+// Long enough for the CPU's pairwise sum to split rows (an odd length leaves
+// a tail), and wide enough for its column accumulators to come in several runs.
+TEST_P(OpsTest, SumAndMeanOfLongRowsAndWideColumns) {
+  for (DType t : kFloatTypes) {
+    const Shape s = {5, 1237};
+    const auto v = rounded(random_values(rng, shape_numel(s)), t);
+    Tensor x = make(v, s, t);
+    double total = 0;
+    for (double e : v) total += e;
+    expect_close({total}, ops::sum(x), tolerance(t, 64), "sum all " + shape_to_string(s));
+    for (int axis : {0, 1}) expect_axis_sums(v, s, t, x, axis);
   }
 }
 

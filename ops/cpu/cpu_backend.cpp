@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ops/backend.h"
+#include "ops/cpu/sums.h"
 #include "ops/element_io.h"
 
 namespace depengine::ops::detail {
@@ -130,7 +131,12 @@ class CpuBackend final : public Backend {
       const T* in = static_cast<const T*>(x);
       const T* dy = static_cast<const T*>(grad_out);
       T* dx = static_cast<T*>(grad_in);
-      for (std::int64_t i = 0; i < n; ++i) dx[i] = in[i] > T(0) ? dy[i] : T(0);
+      // dy is loaded whatever the sign of x: a load under the condition keeps
+      // the loop scalar, and random signs make its branch mispredict half the time.
+      for (std::int64_t i = 0; i < n; ++i) {
+        const T g = dy[i];
+        dx[i] = in[i] > T(0) ? g : T(0);
+      }
     });
   }
 
@@ -139,15 +145,10 @@ class CpuBackend final : public Backend {
     with_float_type(t, [&]<class T>(T*) {
       const T* in = static_cast<const T*>(x);
       T* o = static_cast<T*>(out);
-      // Accumulate in double: float32 sums of many terms would lose digits.
-      std::vector<double> acc(static_cast<std::size_t>(inner));
-      for (std::int64_t a = 0; a < outer; ++a) {
-        std::fill(acc.begin(), acc.end(), 0.0);
-        for (std::int64_t j = 0; j < len; ++j) {
-          const T* row = in + (a * len + j) * inner;
-          for (std::int64_t i = 0; i < inner; ++i) acc[i] += row[i];
-        }
-        for (std::int64_t i = 0; i < inner; ++i) o[a * inner + i] = static_cast<T>(scale * acc[i]);
+      if (inner == 1) {
+        for (std::int64_t a = 0; a < outer; ++a) o[a] = static_cast<T>(scale * contiguous_sum(in + a * len, len));
+      } else {
+        for (std::int64_t a = 0; a < outer; ++a) strided_sums(in + a * len * inner, len, inner, scale, o + a * inner);
       }
     });
   }
