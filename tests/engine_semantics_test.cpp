@@ -108,6 +108,30 @@ TEST_P(Semantics, WaitAllWaitsForEverything) {
   EXPECT_EQ(count.load(), 5000);
 }
 
+TEST_P(Semantics, WaitAllRunsQueuedOpsOnTheWaitingThread) {
+  if (GetParam() == EngineKind::Naive) GTEST_SKIP() << "the naive engine runs everything at push";
+  Engine engine(options(1));
+  std::atomic<bool> blocker_started{false}, helper_ran{false};
+  std::thread::id helper_thread;
+  // The only worker is held by `blocker` until `helper` has run: only the
+  // thread in wait_all can run `helper` (a bounded wait turns a regression
+  // into a failure, not a hang).
+  engine.push([&](RunContext&) {
+    blocker_started = true;
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!helper_ran && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+  }, {}, {engine.new_var()});
+  while (!blocker_started) std::this_thread::yield();
+  engine.push([&](RunContext& ctx) {
+    EXPECT_EQ(ctx.device, Device::cpu());
+    helper_thread = std::this_thread::get_id();
+    helper_ran = true;
+  }, {}, {engine.new_var()});
+  engine.wait_all();
+  EXPECT_TRUE(helper_ran);
+  EXPECT_EQ(helper_thread, std::this_thread::get_id());
+}
+
 TEST_P(Semantics, ConcurrentReadersMayOverlap) {
   if (GetParam() == EngineKind::Naive) GTEST_SKIP() << "the naive engine runs one op at a time";
   Engine engine(options(2));
