@@ -281,10 +281,11 @@ TEST(EmulatedDevice, AsyncOpCompletesFromItsCallback) {
   engine.push_async(
       [&](RunContext& ctx, Completion done) {
         EXPECT_EQ(stream_of(ctx).role(), StreamRole::compute);
-        {
-          std::lock_guard lock(mutex);
-          pending = std::move(done);
-        }
+        // Notified under the lock: once the main thread sees `pending`, it
+        // may complete the op and return, destroying the condition variable
+        // while this function is still running.
+        std::lock_guard lock(mutex);
+        pending = std::move(done);
         handed_over.notify_all();
       },
       {}, {vx}, {.device = kGpu});
