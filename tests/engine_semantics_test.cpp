@@ -273,12 +273,16 @@ TEST_P(Semantics, HigherPriorityRunsFirstAmongReadyOps) {
   if (GetParam() == EngineKind::Naive) GTEST_SKIP() << "the naive engine has no ready queue";
   Engine engine(options(1));
   Var gate = engine.new_var();
-  std::atomic<bool> open{false};
+  std::atomic<bool> started{false}, open{false};
   std::vector<int> order;
   std::mutex m;
   // Occupy the only worker so that the next ops queue up, then release.
-  engine.push([&](RunContext&) { while (!open.load()) std::this_thread::sleep_for(std::chrono::microseconds(50)); },
-              {}, {gate});
+  engine.push([&](RunContext&) {
+    started = true;
+    while (!open.load()) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }, {}, {gate});
+  // Else a prioritized op pushed below could be taken before this one.
+  while (!started) std::this_thread::yield();
   std::vector<Var> vars;
   for (int i = 0; i < 4; ++i) vars.push_back(engine.new_var());
   const int priorities[4] = {0, 5, -3, 9};
