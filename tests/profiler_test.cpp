@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <stdexcept>
 #include <thread>
 
@@ -372,6 +373,65 @@ TEST(Profiler, EnvironmentVariableProfilesAWholeEngine) {
   const json trace = json::parse(in);
   EXPECT_EQ(events_of(trace, "X", "op").size(), 3u);
   std::filesystem::remove_all(dir);
+}
+
+// Hooks append to per-thread buffers: frontend threads that push at once, and
+// exit before stop(), still leave exactly one slice per op and ids 1..n.
+TEST(Profiler, ManyFrontendThreadsThatExitBeforeStop) {
+  Engine engine(threaded());
+  Profiler profiler(engine);
+  profiler.start();
+  constexpr int kThreads = 4, kOpsEach = 200;
+  std::vector<std::thread> frontends;
+  for (int t = 0; t < kThreads; ++t) {
+    frontends.emplace_back([&engine] {
+      Var v = engine.new_var();
+      for (int i = 0; i < kOpsEach; ++i) engine.push([](RunContext&) {}, {}, {v}, {.name = "op"});
+      engine.wait_to_read(v);
+    });
+  }
+  for (std::thread& t : frontends) t.join();
+  engine.wait_all();
+  profiler.stop();
+  const auto ops = profiler.ops();
+  ASSERT_EQ(ops.size(), static_cast<std::size_t>(kThreads * kOpsEach));
+  std::set<std::uint64_t> ids;
+  for (const ProfiledOp& op : ops) ids.insert(op.id);
+  EXPECT_EQ(ids.size(), ops.size());
+  EXPECT_EQ(*ids.begin(), 1u);
+  EXPECT_EQ(*ids.rbegin(), ops.size());
+  const json trace = json::parse(profiler.trace_json());
+  EXPECT_EQ(events_of(trace, "X", "op").size(), ops.size());
+  EXPECT_EQ(events_of(trace, "i", "push").size(), ops.size());
+  EXPECT_EQ(events_of(trace, "X", "blocking").size(), static_cast<std::size_t>(kThreads + 1));
+  expect_no_overlap(trace);
+}
+
+// One thread records into the profilers of two engines, one of them
+// destroyed and replaced in between: each recording keeps only its own ops.
+TEST(Profiler, OneThreadRecordsIntoSeveralProfilers) {
+  Engine first(threaded());
+  Profiler first_profiler(first);
+  first_profiler.start();
+  for (int round = 0; round < 2; ++round) {
+    Engine second(threaded());
+    Profiler second_profiler(second);
+    second_profiler.start();
+    Var a = first.new_var("a"), b = second.new_var("b");
+    first.push([](RunContext&) {}, {}, {a}, {.name = "first"});
+    second.push([](RunContext&) {}, {}, {b}, {.name = "second"});
+    second.push([](RunContext&) {}, {}, {b}, {.name = "second"});
+    second.wait_all();
+    second_profiler.stop();
+    const auto ops = second_profiler.ops();
+    ASSERT_EQ(ops.size(), 2u);
+    for (const ProfiledOp& op : ops) EXPECT_EQ(op.name, "second");
+  }
+  first.wait_all();
+  first_profiler.stop();
+  const auto ops = first_profiler.ops();
+  ASSERT_EQ(ops.size(), 2u);
+  for (const ProfiledOp& op : ops) EXPECT_EQ(op.name, "first");
 }
 
 TEST(Profiler, WriteTraceReportsUnwritablePaths) {
