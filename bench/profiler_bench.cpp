@@ -49,6 +49,7 @@ void run(benchmark::State& state, bool profile) {
 
 int main(int argc, char** argv) {
   for (const bool profile : {false, true}) {
+    if (profile && !depengine::Profiler::available()) continue;  // built with DEPENGINE_PROFILER_HOOKS=OFF
     benchmark::RegisterBenchmark(profile ? "recording/on" : "recording/off", run, profile)
         ->Arg(1)->Arg(2)->UseRealTime();
   }
