@@ -82,7 +82,7 @@ void ProfileRecorder::clear() {
   // The floor first: a chunk a thread takes after it lies above, and its
   // older chunk is dropped below.
   first_live_id_.store(next_id_chunk_.load(std::memory_order_relaxed), std::memory_order_relaxed);
-  for (const auto& b : buffers_) {
+  for (const auto& [thread, b] : buffers_) {
     std::lock_guard buffer_lock(b->mutex);
     ThreadBuffer fresh(b->thread);
     std::swap(b->role, fresh.role);
@@ -102,33 +102,21 @@ void ProfileRecorder::clear() {
 }
 
 ThreadBuffer& ProfileRecorder::buffer() {
-  struct Registration {
-    std::uint64_t serial;
-    std::weak_ptr<ThreadBuffer> buffer;  // the recorder owns it: it outlives the thread
-  };
+  // Trivially destructible, so still usable while the thread exits (the
+  // destructor of a static engine may record on the main thread then). Raw:
+  // recorder `serial` owns the buffer, and is alive when its serial matches.
   struct Cache {
-    std::uint64_t serial = 0;
-    ThreadBuffer* buffer = nullptr;  // of recorder `serial`, alive while that recorder is
-    std::vector<Registration> all;   // a thread may record into several engines' profilers
+    std::uint64_t serial;
+    ThreadBuffer* buffer;
   };
-  thread_local Cache cache;
+  thread_local Cache cache{0, nullptr};
   if (cache.serial == serial_) [[likely]] return *cache.buffer;
-
-  std::erase_if(cache.all, [](const Registration& r) { return r.buffer.expired(); });
-  std::shared_ptr<ThreadBuffer> mine;
-  for (const Registration& r : cache.all) {
-    if (r.serial == serial_) mine = r.buffer.lock();
-  }
-  if (!mine) {
-    mine = std::make_shared<ThreadBuffer>(thread_number());
-    {
-      std::lock_guard lock(mutex_);
-      buffers_.push_back(mine);
-    }
-    cache.all.push_back({serial_, mine});
-  }
-  cache.serial = serial_;
-  cache.buffer = mine.get();
+  // The thread's first event here, or it last recorded into another recorder.
+  const int thread = thread_number();
+  std::lock_guard lock(mutex_);
+  std::unique_ptr<ThreadBuffer>& mine = buffers_[thread];
+  if (!mine) mine = std::make_unique<ThreadBuffer>(thread);
+  cache = {serial_, mine.get()};
   return *mine;
 }
 
@@ -266,7 +254,7 @@ RawRecording ProfileRecorder::snapshot() const {
   {
     std::lock_guard lock(mutex_);
     r.wall_ns = wall_ns_ + (recording_.load(std::memory_order_relaxed) ? now - session_begin_ns_ : 0);
-    for (const auto& b : buffers_) {
+    for (const auto& [thread, b] : buffers_) {
       std::lock_guard buffer_lock(b->mutex);
       for (const PushEvent& p : b->pushes) {
         RawOp& op = r.ops.emplace_back();

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -107,7 +108,9 @@ class ProfileRecorder final : public OpObserver {
   mutable std::mutex mutex_;  // guards what follows; never taken by a hook once its thread is registered
   std::int64_t session_begin_ns_ = 0;
   std::int64_t wall_ns_ = 0;
-  std::vector<std::shared_ptr<ThreadBuffer>> buffers_;
+  // By thread number. A buffer outlives its thread: what an exited thread
+  // recorded stays.
+  std::map<int, std::unique_ptr<ThreadBuffer>> buffers_;
 };
 
 }  // namespace depengine::detail
