@@ -8,8 +8,8 @@
 
 #include <atomic>
 #include <chrono>
-#include <map>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -105,7 +105,9 @@ class ProfileRecorder final : public OpObserver {
   std::atomic<std::uint64_t> next_id_chunk_{1};
   tbb::concurrent_unordered_map<const OpBlock*, std::atomic<std::uint64_t>, BlockAddressHash> slots_;
 
-  mutable std::mutex mutex_;  // guards what follows; never taken by a hook once its thread is registered
+  // Guards what follows. A hook takes it only on its thread's first event
+  // here, or when its thread last recorded into another recorder.
+  mutable std::mutex mutex_;
   std::int64_t session_begin_ns_ = 0;
   std::int64_t wall_ns_ = 0;
   // By thread number. A buffer outlives its thread: what an exited thread
