@@ -19,7 +19,7 @@
 /// branch per hook (a library built with DEPENGINE_PROFILER_HOOKS=OFF has no
 /// hooks at all, and no profiler: see `available`). While recording, each
 /// hook appends to a buffer of its own thread (no lock shared between
-/// threads), about a microsecond per operation: profile runs of
+/// threads), a fraction of a microsecond per operation: profile runs of
 /// microsecond-sized operations are slower than unprofiled ones.
 ///
 /// Thread safety: `start`, `stop` and `clear` must not race with each
