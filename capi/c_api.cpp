@@ -571,6 +571,10 @@ depengine_status depengine_profiler_start(depengine_engine* engine) noexcept {
   constexpr const char* call = "depengine_profiler_start";
   if (engine == nullptr) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "null engine");
   try {
+    if (!depengine::Profiler::available()) {
+      return fail(DEPENGINE_ERROR_NOT_AVAILABLE, call,
+                  "the profiler's hooks were compiled out of this build (DEPENGINE_PROFILER_HOOKS=OFF)");
+    }
     std::lock_guard lock(engine->profiler_mutex);
     if (!engine->profiler) engine->profiler = std::make_unique<depengine::Profiler>(engine->engine);
     engine->profiler->start();  // std::logic_error: DEPENGINE_PROFILE already records this engine

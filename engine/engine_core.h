@@ -59,8 +59,15 @@ class EngineCore {
   void drop_async(detail::OpBlock* op, std::uint64_t ticket);
 
   // Profiler.
+#if !defined(DEPENGINE_PROFILER_HOOKS) || DEPENGINE_PROFILER_HOOKS
   void set_observer(detail::OpObserver* observer) { observer_.store(observer, std::memory_order_release); }
   detail::OpObserver* observer() const { return observer_.load(std::memory_order_acquire); }
+#else
+  // Hooks compiled out (DEPENGINE_PROFILER_HOOKS=OFF): a constant null lets
+  // the compiler drop every `if (observer())` branch, to measure what they cost.
+  void set_observer(detail::OpObserver*) {}
+  static constexpr detail::OpObserver* observer() { return nullptr; }
+#endif
   /// Keeps `object` alive until the engine is destroyed, after every
   /// operation completed: a hook that loaded the observer just before it was
   /// detached may still be running on it.

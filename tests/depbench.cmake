@@ -6,7 +6,9 @@ depengine_add_test(profiler_tests profiler_test.cpp)
 target_link_libraries(profiler_tests PRIVATE nlohmann_json::nlohmann_json)
 
 # depbench is defined later (bench/ comes after tests/): CMake resolves the names at generation.
-if(DEPENGINE_BUILD_BENCH AND DEPENGINE_BUILD_EXAMPLES)
+# depbench profiles (training_step's ideal speedup, --trace): a build without
+# the profiler's hooks cannot run it.
+if(DEPENGINE_BUILD_BENCH AND DEPENGINE_BUILD_EXAMPLES AND DEPENGINE_PROFILER_HOOKS)
   depengine_add_test(depbench_scenario_tests depbench_scenarios_test.cpp)
   target_link_libraries(depbench_scenario_tests PRIVATE depbench_core)
 

@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <stdexcept>
 #include <thread>
 
@@ -71,9 +72,31 @@ void busy_for(std::chrono::microseconds d) {
   }
 }
 
+// Without the engine's hooks (DEPENGINE_PROFILER_HOOKS=OFF) there is
+// nothing to profile: every test but the one about that build skips.
+class ProfilerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!Profiler::available()) GTEST_SKIP() << "the profiler's hooks were compiled out (DEPENGINE_PROFILER_HOOKS=OFF)";
+  }
+};
+
 }  // namespace
 
-TEST(Profiler, ChainHasOneSliceAndOneArrowPerRelease) {
+TEST(ProfilerWithoutHooks, StartSaysTheHooksWereCompiledOut) {
+  if (Profiler::available()) GTEST_SKIP() << "this build has the profiler's hooks";
+  Engine engine(threaded());
+  Profiler profiler(engine);
+  try {
+    profiler.start();
+    FAIL() << "start() did not throw";
+  } catch (const std::logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("DEPENGINE_PROFILER_HOOKS=OFF"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(profiler.running());
+}
+
+TEST_F(ProfilerTest, ChainHasOneSliceAndOneArrowPerRelease) {
   Engine engine(threaded());
   Profiler profiler(engine);
   profiler.start();
@@ -115,7 +138,7 @@ TEST(Profiler, ChainHasOneSliceAndOneArrowPerRelease) {
   for (const json& s : slices) EXPECT_EQ(names.at({s.at("pid"), s.at("tid")}).rfind("cpu worker ", 0), 0u);
 }
 
-TEST(Profiler, ParallelOpsNeverOverlapOnATrack) {
+TEST_F(ProfilerTest, ParallelOpsNeverOverlapOnATrack) {
   Engine engine(threaded(2));
   Profiler profiler(engine);
   profiler.start();
@@ -133,7 +156,7 @@ TEST(Profiler, ParallelOpsNeverOverlapOnATrack) {
   EXPECT_EQ(events_of(trace, "X", "op").front().at("args").at("writes").front().get<std::string>().front(), '#');
 }
 
-TEST(Profiler, FanOutArrowsComeFromTheWriter) {
+TEST_F(ProfilerTest, FanOutArrowsComeFromTheWriter) {
   Engine engine(threaded());
   Profiler profiler(engine);
   profiler.start();
@@ -156,7 +179,7 @@ TEST(Profiler, FanOutArrowsComeFromTheWriter) {
   }
 }
 
-TEST(Profiler, VariablesOfOneNameHaveDistinctIds) {
+TEST_F(ProfilerTest, VariablesOfOneNameHaveDistinctIds) {
   Engine engine(threaded());
   Profiler profiler(engine);
   profiler.start();
@@ -172,7 +195,7 @@ TEST(Profiler, VariablesOfOneNameHaveDistinctIds) {
   EXPECT_NE(ops[0].read_ids[0], ops[0].write_ids[0]);
 }
 
-TEST(Profiler, KeyAveragesCountAndSort) {
+TEST_F(ProfilerTest, KeyAveragesCountAndSort) {
   Engine engine(threaded());
   Profiler profiler(engine);
   profiler.start();
@@ -199,7 +222,7 @@ TEST(Profiler, KeyAveragesCountAndSort) {
   EXPECT_NE(table.find("share"), std::string::npos);
 }
 
-TEST(Profiler, NaiveEngineRunsOnTheFrontendTrack) {
+TEST_F(ProfilerTest, NaiveEngineRunsOnTheFrontendTrack) {
   EngineOptions o;
   o.kind = EngineKind::Naive;
   o.read_environment = false;
@@ -216,7 +239,7 @@ TEST(Profiler, NaiveEngineRunsOnTheFrontendTrack) {
   EXPECT_EQ(profiler.blocking_calls().size(), 1u);
 }
 
-TEST(Profiler, SkippedOpsAreNotSlices) {
+TEST_F(ProfilerTest, SkippedOpsAreNotSlices) {
   Engine engine(threaded());
   Profiler profiler(engine);
   profiler.start();
@@ -230,7 +253,7 @@ TEST(Profiler, SkippedOpsAreNotSlices) {
   EXPECT_EQ(ops[0].name, "fails");
 }
 
-TEST(Profiler, RecordsNothingWhenStoppedAndOneAtATime) {
+TEST_F(ProfilerTest, RecordsNothingWhenStoppedAndOneAtATime) {
   Engine engine(threaded());
   Profiler profiler(engine);
   Var v = engine.new_var();
@@ -254,7 +277,7 @@ TEST(Profiler, RecordsNothingWhenStoppedAndOneAtATime) {
   other.stop();
 }
 
-TEST(Profiler, AsyncOpIsOneSlice) {
+TEST_F(ProfilerTest, AsyncOpIsOneSlice) {
   Engine engine(threaded());
   Profiler profiler(engine);
   profiler.start();
@@ -325,7 +348,7 @@ class OneStreamExecutor final : public Executor {
 
 }  // namespace
 
-TEST(Profiler, StreamOpsGetStreamTracksNamedByKind) {
+TEST_F(ProfilerTest, StreamOpsGetStreamTracksNamedByKind) {
   Engine engine(threaded());
   engine.add_device(Device::custom(0), std::make_unique<OneStreamExecutor>());
   Profiler profiler(engine);
@@ -353,7 +376,7 @@ TEST(Profiler, StreamOpsGetStreamTracksNamedByKind) {
   EXPECT_TRUE(labelled);
 }
 
-TEST(Profiler, EnvironmentVariableProfilesAWholeEngine) {
+TEST_F(ProfilerTest, EnvironmentVariableProfilesAWholeEngine) {
   const auto dir = std::filesystem::temp_directory_path() / ("depengine_profile_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string path = (dir / "run.json").string();
@@ -374,7 +397,66 @@ TEST(Profiler, EnvironmentVariableProfilesAWholeEngine) {
   std::filesystem::remove_all(dir);
 }
 
-TEST(Profiler, WriteTraceReportsUnwritablePaths) {
+// Hooks append to per-thread buffers: frontend threads that push at once, and
+// exit before stop(), still leave exactly one slice per op and ids 1..n.
+TEST_F(ProfilerTest, ManyFrontendThreadsThatExitBeforeStop) {
+  Engine engine(threaded());
+  Profiler profiler(engine);
+  profiler.start();
+  constexpr int kThreads = 4, kOpsEach = 200;
+  std::vector<std::thread> frontends;
+  for (int t = 0; t < kThreads; ++t) {
+    frontends.emplace_back([&engine] {
+      Var v = engine.new_var();
+      for (int i = 0; i < kOpsEach; ++i) engine.push([](RunContext&) {}, {}, {v}, {.name = "op"});
+      engine.wait_to_read(v);
+    });
+  }
+  for (std::thread& t : frontends) t.join();
+  engine.wait_all();
+  profiler.stop();
+  const auto ops = profiler.ops();
+  ASSERT_EQ(ops.size(), static_cast<std::size_t>(kThreads * kOpsEach));
+  std::set<std::uint64_t> ids;
+  for (const ProfiledOp& op : ops) ids.insert(op.id);
+  EXPECT_EQ(ids.size(), ops.size());
+  EXPECT_EQ(*ids.begin(), 1u);
+  EXPECT_EQ(*ids.rbegin(), ops.size());
+  const json trace = json::parse(profiler.trace_json());
+  EXPECT_EQ(events_of(trace, "X", "op").size(), ops.size());
+  EXPECT_EQ(events_of(trace, "i", "push").size(), ops.size());
+  EXPECT_EQ(events_of(trace, "X", "blocking").size(), static_cast<std::size_t>(kThreads + 1));
+  expect_no_overlap(trace);
+}
+
+// One thread records into the profilers of two engines, one of them
+// destroyed and replaced in between: each recording keeps only its own ops.
+TEST_F(ProfilerTest, OneThreadRecordsIntoSeveralProfilers) {
+  Engine first(threaded());
+  Profiler first_profiler(first);
+  first_profiler.start();
+  for (int round = 0; round < 2; ++round) {
+    Engine second(threaded());
+    Profiler second_profiler(second);
+    second_profiler.start();
+    Var a = first.new_var("a"), b = second.new_var("b");
+    first.push([](RunContext&) {}, {}, {a}, {.name = "first"});
+    second.push([](RunContext&) {}, {}, {b}, {.name = "second"});
+    second.push([](RunContext&) {}, {}, {b}, {.name = "second"});
+    second.wait_all();
+    second_profiler.stop();
+    const auto ops = second_profiler.ops();
+    ASSERT_EQ(ops.size(), 2u);
+    for (const ProfiledOp& op : ops) EXPECT_EQ(op.name, "second");
+  }
+  first.wait_all();
+  first_profiler.stop();
+  const auto ops = first_profiler.ops();
+  ASSERT_EQ(ops.size(), 2u);
+  for (const ProfiledOp& op : ops) EXPECT_EQ(op.name, "first");
+}
+
+TEST_F(ProfilerTest, WriteTraceReportsUnwritablePaths) {
   Engine engine(threaded());
   Profiler profiler(engine);
   EXPECT_THROW(profiler.write_trace("/nonexistent-dir/x/trace.json"), std::runtime_error);

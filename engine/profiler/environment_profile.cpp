@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "depengine/profiler.h"
@@ -50,6 +51,15 @@ class EnvironmentProfile {
 void profile_from_environment(EngineCore& core) {
   const char* path = std::getenv("DEPENGINE_PROFILE");
   if (path == nullptr || *path == '\0') return;
+  if (!Profiler::available()) {
+    // An empty trace would look like a run that did nothing.
+    static std::once_flag warned;
+    std::call_once(warned, [] {
+      std::fprintf(stderr, "depengine: DEPENGINE_PROFILE ignored: the profiler's hooks were compiled out "
+                           "(DEPENGINE_PROFILER_HOOKS=OFF)\n");
+    });
+    return;
+  }
   static std::atomic<int> engines{0};
   auto profile = std::make_shared<EnvironmentProfile>(numbered(path, ++engines));
   core.set_observer(&profile->recorder());

@@ -1,27 +1,34 @@
 #pragma once
-// ProfileRecorder: the engine observer behind Profiler. It records raw
-// timestamps per operation, per blocking call and per thread, under one lock
-// (profiling is off the engine's fast path: with no observer installed, each
-// hook is one predictable branch in the engine). Turning the raw records
+// ProfileRecorder: the engine observer behind Profiler. Each hook appends a
+// timestamped event to its own thread's buffer (registered with the recorder
+// the first time the thread records), so threads recording at once share no
+// lock; reading the recording merges the buffers. With no observer installed,
+// each hook is one predictable branch in the engine. Turning the raw records
 // into tracks and slices is Timeline's job.
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include <oneapi/tbb/concurrent_unordered_map.h>
+
 #include "depengine/device.h"
 #include "depengine/options.h"
 #include "engine/op_observer.h"
+#include "engine/profiler/thread_buffer.h"
 
 namespace depengine::detail {
 
 /// One operation as recorded: nanoseconds from the recorder's origin, -1 for
 /// events that did not happen (or happened while not recording).
 struct RawOp {
-  std::uint64_t id = 0;
+  std::uint64_t id = 0;  // 1, 2, ... in push order
   std::string name;
   Device device;
   OpProperty property = OpProperty::Normal;
@@ -40,25 +47,21 @@ struct RawOp {
   std::uint64_t released_by = 0;
 };
 
-struct RawBlock {
-  std::string what;
-  int thread = -1;
-  std::int64_t begin_ns = 0;
-  std::int64_t end_ns = 0;
-};
-
-/// What a thread did, which names its track.
-struct ThreadRole {
-  bool frontend = false;  // pushed from outside an operation, or blocked
-  bool ran_ops = false;
-};
-
 /// A consistent copy of everything recorded.
 struct RawRecording {
   std::vector<RawOp> ops;
   std::vector<RawBlock> blocks;
   std::unordered_map<int, ThreadRole> threads;
   std::int64_t wall_ns = 0;
+};
+
+// Blocks are cache-line aligned: an identity hash would leave the low bits,
+// which pick the bucket, all zero.
+struct BlockAddressHash {
+  std::size_t operator()(const OpBlock* op) const {
+    const std::uint64_t h = reinterpret_cast<std::uintptr_t>(op) * 0x9e3779b97f4a7c15ull;
+    return static_cast<std::size_t>(h ^ (h >> 32));
+  }
 };
 
 class ProfileRecorder final : public OpObserver {
@@ -80,27 +83,36 @@ class ProfileRecorder final : public OpObserver {
   void on_block_end(const char* what) override;
 
  private:
+  // The calling thread's buffer, registered on its first event.
+  ThreadBuffer& buffer();
+  std::uint64_t new_op_id(ThreadBuffer& buffer);
+  // Appends the op's description; `buffer` locked.
+  void describe(ThreadBuffer& buffer, std::uint64_t id, const OpBlock& op, std::int64_t push_ns);
   std::int64_t now_ns() const;
-  // With mutex_ held.
-  RawOp& new_op(const OpBlock& op);
-  RawOp* live(const OpBlock& op);
-  void retire_if_done(const OpBlock& op, const RawOp& raw);
+  // Which recorded op a (pooled, reused) block currently is: see the .cpp.
+  std::atomic<std::uint64_t>& slot(const OpBlock& op);
+  // The op id in a slot's value, or 0 when it is stale or empty.
+  std::uint64_t live_id(std::uint64_t slot_value) const;
 
   const std::chrono::steady_clock::time_point origin_;
+  // Told apart from every other recorder of the process, so that a thread's
+  // cached buffer is never taken for the buffer of a recorder that reuses a
+  // destroyed one's address.
+  const std::uint64_t serial_;
+  std::atomic<bool> recording_{false};
+  // Ids below it are from before the last clear().
+  std::atomic<std::uint64_t> first_live_id_{1};
+  std::atomic<std::uint64_t> next_id_chunk_{1};
+  tbb::concurrent_unordered_map<const OpBlock*, std::atomic<std::uint64_t>, BlockAddressHash> slots_;
+
+  // Guards what follows. A hook takes it only on its thread's first event
+  // here, or when its thread last recorded into another recorder.
   mutable std::mutex mutex_;
-  bool recording_ = false;
   std::int64_t session_begin_ns_ = 0;
   std::int64_t wall_ns_ = 0;
-  std::uint64_t next_id_ = 1;
-  std::vector<RawOp> ops_;
-  // Operations pushed or started while recording and not yet finished, by
-  // block (blocks are pooled: the map forgets one when its op is done).
-  std::unordered_map<const OpBlock*, std::size_t> live_;
-  std::vector<RawBlock> blocks_;
-  // Blocking calls begun and not yet ended, per thread (they nest at most
-  // once, but a stack costs nothing).
-  std::unordered_map<int, std::vector<RawBlock>> open_blocks_;
-  std::unordered_map<int, ThreadRole> threads_;
+  // By thread number. A buffer outlives its thread: what an exited thread
+  // recorded stays.
+  std::map<int, std::unique_ptr<ThreadBuffer>> buffers_;
 };
 
 }  // namespace depengine::detail

@@ -26,7 +26,20 @@ Profiler::~Profiler() {
   recorder_->clear();  // give the memory back; the engine keeps the empty shell
 }
 
+bool Profiler::available() {
+#if !defined(DEPENGINE_PROFILER_HOOKS) || DEPENGINE_PROFILER_HOOKS
+  return true;
+#else
+  return false;
+#endif
+}
+
 void Profiler::start() {
+  if (!available()) {
+    throw std::logic_error(
+        "depengine: this build has no profiler: its hooks were compiled out (DEPENGINE_PROFILER_HOOKS=OFF); "
+        "rebuild with -DDEPENGINE_PROFILER_HOOKS=ON to profile");
+  }
   detail::OpObserver* current = core_->observer();
   if (current != nullptr && current != recorder_.get()) {
     throw std::logic_error("depengine: another profiler is already recording this engine");

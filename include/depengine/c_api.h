@@ -78,8 +78,8 @@ typedef enum depengine_status {
    * an operation; a completion that was already called or is unknown;
    * depengine_op_fail inside an asynchronous operation. */
   DEPENGINE_ERROR_BAD_STATE = 4,
-  /* Reserved for features a build of the library may leave out; no call
-   * of this version returns it. */
+  /* A feature this build of the library leaves out: the profiler, when built
+   * with DEPENGINE_PROFILER_HOOKS=OFF (depengine_profiler_start). */
   DEPENGINE_ERROR_NOT_AVAILABLE = 5,
   /* Memory, or the engine's room for live variables, is exhausted. */
   DEPENGINE_ERROR_OUT_OF_MEMORY = 6,
@@ -252,7 +252,8 @@ depengine_status depengine_wait_all(depengine_engine* engine) DEPENGINE_NOEXCEPT
 /* Starts (or resumes) recording the operations of `engine`: names (the push
  * option `name`), devices, threads, start and end times, dependencies.
  * DEPENGINE_ERROR_BAD_STATE if the engine is already profiled by the
- * DEPENGINE_PROFILE environment variable. */
+ * DEPENGINE_PROFILE environment variable; DEPENGINE_ERROR_NOT_AVAILABLE if the
+ * library was built without the profiler's hooks (DEPENGINE_PROFILER_HOOKS=OFF). */
 depengine_status depengine_profiler_start(depengine_engine* engine) DEPENGINE_NOEXCEPT;
 
 /* Stops recording; what was recorded stays for depengine_profiler_dump.
