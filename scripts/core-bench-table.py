@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Runs bench/core_bench several times and prints the tables of docs/performance.md.
+
+On a shared machine one run proves little: this runs the whole binary N times
+(each run: every system on every workload, medians of R repetitions), then
+prints, per workload and system, the median of the runs' medians with the
+spread of the runs, and depengine's time as a fraction of each peer's, taken
+within each run first (peers ran in the same run, on the same graph).
+
+    scripts/core-bench-table.py [--binary build/bench/core_bench] [--runs 3]
+        [--repetitions 7] [--min-time 0.3] [--filter REGEX]
+"""
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from collections import defaultdict
+
+WORKLOADS = ["chain", "independent", "fan_out_in", "stencil_1d", "random_rw"]
+
+
+def run_once(args):
+    """One run of the binary: {(workload, system, threads): median ns per op}."""
+    command = [
+        args.binary,
+        f"--benchmark_filter={args.filter}",
+        f"--benchmark_min_time={args.min_time}",
+        f"--benchmark_repetitions={args.repetitions}",
+        "--benchmark_report_aggregates_only=true",
+        "--benchmark_format=json",
+    ]
+    output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    medians = {}
+    for bench in json.loads(output)["benchmarks"]:
+        # With one repetition Google Benchmark reports no aggregates.
+        wanted = "iteration" if args.repetitions == 1 else "aggregate"
+        if bench["run_type"] != wanted or bench.get("aggregate_name", "median") != "median":
+            continue
+        workload, system, threads = bench["run_name"].split("/")[:3]
+        medians[(workload, system, int(threads))] = bench["ns_per_op"]
+    return medians
+
+
+def fmt(ns):
+    return f"{ns:,.0f}"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--binary", default="build/bench/core_bench")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--repetitions", type=int, default=7)
+    parser.add_argument("--min-time", default="0.3")
+    parser.add_argument("--filter", default=".")
+    args = parser.parse_args()
+    if args.runs < 1 or args.repetitions < 1:
+        parser.error("--runs and --repetitions must be at least 1")
+
+    runs = []
+    for i in range(args.runs):
+        print(f"run {i + 1} of {args.runs}...", file=sys.stderr)
+        runs.append(run_once(args))
+
+    columns = sorted({(s, t) for run in runs for (_, s, t) in run}, key=lambda c: (c[0] != "depengine", c))
+    print("Median over runs of each run's median, ns per op (min-max over runs):\n")
+    print("| workload | " + " | ".join(f"{s} {t}" for s, t in columns) + " |")
+    print("|---" * (len(columns) + 1) + "|")
+    for w in WORKLOADS:
+        cells = []
+        for s, t in columns:
+            values = [run[(w, s, t)] for run in runs if (w, s, t) in run]
+            if not values:
+                cells.append("")
+                continue
+            spread = f" ({fmt(min(values))}–{fmt(max(values))})" if len(values) > 1 else ""
+            cells.append(fmt(statistics.median(values)) + spread)
+        if any(cells):
+            print(f"| {w} | " + " | ".join(cells) + " |")
+
+    peers = [c for c in columns if c[0] not in ("depengine", "naive")]
+    print("\ndepengine's time as a fraction of the peer's with as many threads, within each run;"
+          " median over runs (min-max):\n")
+    print("| workload | " + " | ".join(f"÷ {s} {t}" for s, t in peers) + " |")
+    print("|---" * (len(peers) + 1) + "|")
+    for w in WORKLOADS:
+        cells = []
+        for s, t in peers:
+            ratios = [run[(w, "depengine", t)] / run[(w, s, t)]
+                      for run in runs if (w, "depengine", t) in run and (w, s, t) in run]
+            if not ratios:
+                cells.append("")
+                continue
+            spread = f" ({min(ratios):.2f}–{max(ratios):.2f})" if len(ratios) > 1 else ""
+            cells.append(f"{statistics.median(ratios):.2f}{spread}")
+        if any(cells):
+            print(f"| {w} | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
