@@ -103,7 +103,12 @@ class ProfileRecorder final : public OpObserver {
   // Ids below it are from before the last clear().
   std::atomic<std::uint64_t> first_live_id_{1};
   std::atomic<std::uint64_t> next_id_chunk_{1};
-  tbb::concurrent_unordered_map<const OpBlock*, std::atomic<std::uint64_t>, BlockAddressHash> slots_;
+  // With std::allocator: oneTBB's own allocator (tbbmalloc) is not built
+  // with ThreadSanitizer, which then takes its reuse of memory for races.
+  tbb::concurrent_unordered_map<const OpBlock*, std::atomic<std::uint64_t>, BlockAddressHash,
+                                std::equal_to<const OpBlock*>,
+                                std::allocator<std::pair<const OpBlock* const, std::atomic<std::uint64_t>>>>
+      slots_;
 
   // Guards what follows. A hook takes it only on its thread's first event
   // here, or when its thread last recorded into another recorder.
