@@ -18,6 +18,7 @@
 #include <vector>
 
 #include <oneapi/tbb/concurrent_unordered_map.h>
+#include <oneapi/tbb/tbb_allocator.h>
 
 #include "depengine/device.h"
 #include "depengine/options.h"
@@ -104,11 +105,16 @@ class ProfileRecorder final : public OpObserver {
   // Ids below it are from before the last clear().
   std::atomic<std::uint64_t> first_live_id_{1};
   std::atomic<std::uint64_t> next_id_chunk_{1};
-  // With std::allocator: oneTBB's own allocator (tbbmalloc) is not built
-  // with ThreadSanitizer, which then takes its reuse of memory for races.
+  using SlotEntry = std::pair<const OpBlock* const, std::atomic<std::uint64_t>>;
+#if DEPENGINE_TSAN
+  // oneTBB's own allocator (tbbmalloc) is not built with ThreadSanitizer,
+  // which then takes its reuse of memory for races.
+  using SlotAllocator = std::allocator<SlotEntry>;
+#else
+  using SlotAllocator = tbb::tbb_allocator<SlotEntry>;
+#endif
   tbb::concurrent_unordered_map<const OpBlock*, std::atomic<std::uint64_t>, BlockAddressHash,
-                                std::equal_to<const OpBlock*>,
-                                std::allocator<std::pair<const OpBlock* const, std::atomic<std::uint64_t>>>>
+                                std::equal_to<const OpBlock*>, SlotAllocator>
       slots_;
 
   // Guards what follows. A hook takes it only on its thread's first event
