@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 #include "depengine/c_api.h"
 #include "depengine/profiler.h"  // Profiler::available: whether this build has the profiler
 #include "examples/embedding_thread_pool_device.h"
@@ -506,7 +508,8 @@ TEST_P(EmbeddingCApi, ProfilerRecordsAndDumpsAChromeTrace) {
     EXPECT_EQ(depengine_profiler_start(engine_), DEPENGINE_ERROR_NOT_AVAILABLE);
     GTEST_SKIP() << "the profiler's hooks were compiled out (DEPENGINE_PROFILER_HOOKS=OFF)";
   }
-  const std::string path = ::testing::TempDir() + "embedding_c_api_trace.json";
+  // One file per process: ctest runs the instances of this test in parallel.
+  const std::string path = ::testing::TempDir() + "embedding_c_api_trace_" + std::to_string(::getpid()) + ".json";
   EXPECT_EQ(depengine_profiler_dump(engine_, path.c_str()), DEPENGINE_ERROR_BAD_STATE) << "nothing recorded yet";
   ASSERT_EQ(depengine_profiler_start(engine_), DEPENGINE_OK) << last_error();
   depengine_push_options options;
