@@ -1,14 +1,20 @@
 #!/usr/bin/env python3
 """Runs bench/core_bench several times and prints the tables of docs/performance.md.
 
-On a shared machine one run proves little: this runs the whole binary N times
-(each run: every system on every workload, medians of R repetitions), then
-prints, per workload and system, the median of the runs' medians with the
-spread of the runs, and depengine's time as a fraction of each peer's, taken
-within each run first (peers ran in the same run, on the same graph).
+On a shared machine one run proves little: this makes N runs, each running
+every system on every workload (medians of R repetitions), then prints, per
+workload and system, the median of the runs' medians with the spread of the
+runs, and depengine's time as a fraction of each peer's, taken within each run
+first (the peers ran in the same run, on the same graphs).
+
+Each system runs in a process of its own, one after the other within a run:
+in one process a system slows the next down (libgomp's threads keep spinning
+after a parallel region; after depengine's benchmarks, oneTBB's flow graph was
+measured 2-5x slower than in a fresh process).
 
     scripts/core-bench-table.py [--binary build/bench/core_bench] [--runs 3]
-        [--repetitions 7] [--min-time 0.3] [--filter REGEX]
+        [--repetitions 7] [--min-time 0.3] [--workloads REGEX]
+        [--systems depengine,naive,tbb_flow_graph,omp_task]
 """
 
 import argparse
@@ -22,10 +28,17 @@ WORKLOADS = ["chain", "independent", "fan_out_in", "stencil_1d", "random_rw"]
 
 
 def run_once(args):
-    """One run of the binary: {(workload, system, threads): median ns per op}."""
+    """One run: {(workload, system, threads): median ns per op}."""
+    medians = {}
+    for system in args.systems.split(","):
+        medians.update(run_system(args, system))
+    return medians
+
+
+def run_system(args, system):
     command = [
         args.binary,
-        f"--benchmark_filter={args.filter}",
+        f"--benchmark_filter=^({args.workloads})/{system}/",
         f"--benchmark_min_time={args.min_time}",
         f"--benchmark_repetitions={args.repetitions}",
         "--benchmark_report_aggregates_only=true",
@@ -33,7 +46,7 @@ def run_once(args):
     ]
     output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
     medians = {}
-    for bench in json.loads(output)["benchmarks"]:
+    for bench in json.loads(output).get("benchmarks", []):
         # With one repetition Google Benchmark reports no aggregates.
         wanted = "iteration" if args.repetitions == 1 else "aggregate"
         if bench["run_type"] != wanted or bench.get("aggregate_name", "median") != "median":
@@ -53,7 +66,9 @@ def main():
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--repetitions", type=int, default=7)
     parser.add_argument("--min-time", default="0.3")
-    parser.add_argument("--filter", default=".")
+    parser.add_argument("--workloads", default="|".join(WORKLOADS), help="regex of workload names")
+    parser.add_argument("--systems", default="depengine,naive,tbb_flow_graph,omp_task",
+                        help="comma-separated; starpu where it was built")
     args = parser.parse_args()
     if args.runs < 1 or args.repetitions < 1:
         parser.error("--runs and --repetitions must be at least 1")
