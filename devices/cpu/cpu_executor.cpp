@@ -30,6 +30,7 @@ CpuExecutor::CpuExecutor(EngineCore& engine, int threads)
                        ? std::make_unique<oneapi::tbb::global_control>(
                              oneapi::tbb::global_control::max_allowed_parallelism, threads + 1)
                        : nullptr),
+      spare_core_(static_cast<unsigned>(threads) < std::thread::hardware_concurrency()),
       arena_(threads, /*reserved_for_masters=*/0),
       queue_(static_cast<std::size_t>(threads)) {}
 
@@ -110,6 +111,8 @@ void CpuExecutor::worker_loop() {
 }
 
 bool CpuExecutor::help() {
+  // With a worker on every core, a helper would only oversubscribe them.
+  if (!spare_core_) return false;
   // Counted as a worker while it helps: its completions need not wake the
   // waiters one by one (the caller is one of them, and wakes the rest).
   const CpuExecutor* previous = t_worker_of;

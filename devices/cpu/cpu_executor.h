@@ -38,6 +38,7 @@ class CpuExecutor final : public Executor {
   /// Runs queued operations on the calling thread (a frontend about to
   /// block in wait_all) until the queue is empty; returns whether it ran any.
   /// The thread would only sleep otherwise, and ops it runs need no hand-off.
+  /// Does nothing when the workers already have every core.
   bool help();
 
   int threads() const { return threads_; }
@@ -55,6 +56,7 @@ class CpuExecutor final : public Executor {
   EngineCore& engine_;
   const int threads_;
   std::unique_ptr<oneapi::tbb::global_control> parallelism_;
+  const bool spare_core_;  // fewer workers than cores: a waiting thread may help
 #if DEPENGINE_TSAN
   TsanArena arena_;
 #else
