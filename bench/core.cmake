@@ -10,11 +10,7 @@ target_link_libraries(core_bench PRIVATE depengine benchmark::benchmark TBB::tbb
 # access modes), is optional so that core_bench builds where it is not
 # packaged. DEPENGINE_BENCH_STARPU: ON requires it, OFF leaves it out, AUTO
 # (default) adds the starpu benchmarks when pkg-config finds starpu-1.3.
-set(DEPENGINE_BENCH_STARPU AUTO CACHE STRING "Add StarPU to core_bench as a peer: ON, OFF or AUTO")
-set_property(CACHE DEPENGINE_BENCH_STARPU PROPERTY STRINGS ON OFF AUTO)
-if(NOT DEPENGINE_BENCH_STARPU MATCHES "^(ON|OFF|AUTO)$")
-  message(FATAL_ERROR "DEPENGINE_BENCH_STARPU must be ON, OFF or AUTO, not '${DEPENGINE_BENCH_STARPU}'")
-endif()
+depengine_tristate_option(DEPENGINE_BENCH_STARPU "Add StarPU to core_bench as a peer")
 set(use_starpu OFF)
 if(NOT DEPENGINE_BENCH_STARPU STREQUAL "OFF")
   find_package(PkgConfig)
