@@ -8,6 +8,7 @@
 #include <chrono>
 #include <depengine/emulated_device.h>
 #include <depengine/engine.h>
+#include <initializer_list>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -25,6 +26,19 @@ namespace {
 constexpr Device kGpu = Device::emulated(0);
 
 const EmulatedStream& stream_of(const RunContext& ctx) { return *static_cast<EmulatedStream*>(ctx.stream); }
+
+// Each of `vars`, waited for (to write, or to read), rethrows `message`.
+void expect_waits_rethrow(Engine& engine, std::initializer_list<Var> vars, bool to_write, const char* message) {
+  const char* call = to_write ? "wait_to_write" : "wait_to_read";
+  for (Var v : vars) {
+    try {
+      to_write ? engine.wait_to_write(v) : engine.wait_to_read(v);
+      ADD_FAILURE() << call << "(" << engine.var_name(v) << ") did not rethrow";
+    } catch (const std::runtime_error& e) {
+      EXPECT_STREQ(e.what(), message) << call << "(" << engine.var_name(v) << ")";
+    }
+  }
+}
 
 // Upload, scale on the device, download: the results and where each op ran.
 void run_pipeline(Engine& engine) {
@@ -168,14 +182,7 @@ TEST(EmulatedDevice, FailureSkipsLaterOpsAndEngineRecovers) {
   // wait_to_write also waits for the early-launched readers, which must
   // have been skipped (WaitToReadDoesNotHideAFailureFromLaunchedReaders
   // covers wait_to_read, which does not wait for them).
-  for (Var v : {vx, vy, vz, vc}) {
-    try {
-      engine.wait_to_write(v);
-      ADD_FAILURE() << "wait_to_write(" << engine.var_name(v) << ") did not rethrow";
-    } catch (const std::runtime_error& e) {
-      EXPECT_STREQ(e.what(), "kernel exploded");
-    }
-  }
+  expect_waits_rethrow(engine, {vx, vy, vz, vc}, /*to_write=*/true, "kernel exploded");
   EXPECT_EQ(ran_after_failure.load(), 0);
   engine.wait_to_read(vok);
   EXPECT_EQ(y, 7);
@@ -221,14 +228,7 @@ TEST(EmulatedDevice, WaitToReadDoesNotHideAFailureFromLaunchedReaders) {
   }
   opener.join();
   EXPECT_EQ(reported, "kernel exploded");
-  for (Var v : {vy, vz}) {
-    try {
-      engine.wait_to_read(v);
-      ADD_FAILURE() << "wait_to_read(" << engine.var_name(v) << ") did not rethrow";
-    } catch (const std::runtime_error& e) {
-      EXPECT_STREQ(e.what(), "kernel exploded");
-    }
-  }
+  expect_waits_rethrow(engine, {vy, vz}, /*to_write=*/false, "kernel exploded");
   EXPECT_EQ(ran_after_failure.load(), 0);
   EXPECT_NO_THROW(engine.wait_all());
 }
