@@ -12,6 +12,19 @@ namespace {
 
 thread_local const CpuExecutor* t_worker_of = nullptr;
 
+// Marks this thread as running the executor's ops (a worker, or a waiting
+// thread that helps) for as long as it lives.
+class WorkerScope {
+ public:
+  explicit WorkerScope(const CpuExecutor* executor) : previous_(t_worker_of) { t_worker_of = executor; }
+  ~WorkerScope() { t_worker_of = previous_; }
+  WorkerScope(const WorkerScope&) = delete;
+  WorkerScope& operator=(const WorkerScope&) = delete;
+
+ private:
+  const CpuExecutor* previous_;
+};
+
 // How long a worker keeps looking for work before giving its thread back.
 // Long enough to bridge the gap between two pushes of a busy frontend, short
 // enough that an idle engine goes quiet at once.
@@ -69,8 +82,7 @@ void CpuExecutor::start_worker_if_needed(std::size_t backlog) {
 }
 
 void CpuExecutor::worker_loop() {
-  const CpuExecutor* previous = t_worker_of;
-  t_worker_of = this;
+  const WorkerScope scope(this);  // its end touches only this thread's state
   // Ops taken from the queue in one go: one consumer hand-off for several
   // small ops.
   OpBlock* batch[kMaxBatch];
@@ -106,7 +118,6 @@ void CpuExecutor::worker_loop() {
     if (queue_.maybe_nonempty()) start_worker_if_needed(1);
     run_batch(batch, count);
   }
-  t_worker_of = previous;
   running_tasks_.fetch_sub(1, std::memory_order_release);  // last touch of *this
 }
 
@@ -115,15 +126,13 @@ bool CpuExecutor::help() {
   if (!spare_core_) return false;
   // Counted as a worker while it helps: its completions need not wake the
   // waiters one by one (the caller is one of them, and wakes the rest).
-  const CpuExecutor* previous = t_worker_of;
-  t_worker_of = this;
+  const WorkerScope scope(this);
   OpBlock* batch[kMaxBatch];
   bool ran = false;
   while (std::size_t count = queue_.pop(batch, kMaxBatch)) {
     run_batch(batch, count);
     ran = true;
   }
-  t_worker_of = previous;
   return ran;
 }
 
