@@ -3,6 +3,7 @@
 // version queue of each variable it touches. Blocks are pooled (OpPool) and
 // reused, so containers inside keep their capacity from one use to the next.
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <exception>
@@ -144,23 +145,28 @@ struct alignas(64) OpBlock {
 /// the cache misses of several blocks that come from another core overlap
 /// instead of stalling one after another.
 inline void prefetch_block(const OpBlock* op) {
+  // The two hot lines (bookkeeping, function); `error` and what follows are
+  // touched only by failed or other-kind ops.
   const char* line = reinterpret_cast<const char*>(op);
   prefetch_for_write(line);
   prefetch_for_write(line + 64);
-  prefetch_for_write(line + 128);
 }
 
+// Prefetching the first few entries (or their variables) suffices to hide
+// the latency of the rest.
+inline constexpr std::size_t kPrefetchedEntries = 4;
+
 /// The same for the op's first entries (its block must be loaded, or on
-/// its way); a few suffice to hide the latency of the rest.
+/// its way).
 inline void prefetch_entries(const OpBlock* op) {
-  const std::size_t n = op->entries.size() < 4 ? op->entries.size() : 4;
+  const std::size_t n = std::min(op->entries.size(), kPrefetchedEntries);
   for (std::size_t i = 0; i < n; ++i) prefetch_for_write(&op->entries[i]);
 }
 
 /// The same for the variables of the op's first entries (the entries must
 /// be loaded, or on their way).
 inline void prefetch_vars(const OpBlock* op) {
-  const std::size_t n = op->entries.size() < 4 ? op->entries.size() : 4;
+  const std::size_t n = std::min(op->entries.size(), kPrefetchedEntries);
   for (std::size_t i = 0; i < n; ++i) prefetch_for_write(op->entries[i].var);
 }
 
