@@ -14,14 +14,13 @@
 
 namespace depengine::detail {
 
-// Aligned to lines, and ordered so that the first line holds everything a
-// CPU op's push and completion touch: neighbouring variables never share a
-// line, and a push and a completion on another core exchange one line.
+// Two lines. The first holds everything a CPU op's push and completion touch
+// under the lock: neighbouring variables never share a line, and a push and a
+// completion on another core exchange one line. The second is read-mostly:
+// the frontend's lookup (find() reads the generation on every push) hits its
+// own cache instead of waiting for the line a worker holds to take the lock.
 struct alignas(64) VarState {
   SpinLock lock;
-  // Identity, owned by VarTable (find() reads it on every push).
-  std::atomic<std::uint32_t> generation{1};
-  std::atomic<bool> delete_pushed{false};
   // Error: set by a failed write, cleared by the blocking call that reports it.
   std::atomic<bool> failed{false};
   bool mixed_launch = false;  // launched active entries run on several devices
@@ -36,12 +35,16 @@ struct alignas(64) VarState {
   Entry* head = nullptr;
   Entry* tail = nullptr;
   Entry* first_ungranted = nullptr;
+  Device launch_device;  // where the launched active entries run, unless mixed
 
-  // Cold: stream devices, failures, names.
-  Device launch_device;      // where the launched active entries run, unless mixed
-  std::exception_ptr error;  // guarded by lock
+  // Identity, owned by VarTable.
+  alignas(64) std::atomic<std::uint32_t> generation{1};
+  std::atomic<bool> delete_pushed{false};
   std::uint32_t slot = 0;
+  std::exception_ptr error;  // guarded by lock; written only when a write fails
   std::string name;
 };
+
+static_assert(sizeof(VarState) == 128, "VarState: one line for the queue, one read-mostly");
 
 }  // namespace depengine::detail
