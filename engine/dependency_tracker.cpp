@@ -53,40 +53,37 @@ void take_input_error(VarState& var, Entry& entry) {
   }
 }
 
-// Grants entries from the first ungranted one on while they can start. The
-// pending count of `own`'s op is left to the caller, who counts its own grants
-// and settles them in one atomic operation (or none).
-void grant_ready_entries(VarState& var, ReadyList& ready, const Entry* own = nullptr) {
+// Grants entries from the first ungranted one on while they can start, and
+// notes their ops in `ready` (null: only `entry`'s own, which the caller
+// settles itself, can be granted).
+void grant_ready_entries(VarState& var, ReadyList* ready) {
   while (Entry* entry = var.first_ungranted) {
     if (!try_grant(var, *entry)) return;
     // `failed` mirrors `error` under the lock and shares the hot line.
     if (var.failed.load(std::memory_order_relaxed)) [[unlikely]] take_input_error(var, *entry);
-    entry->granted = true;
     ++var.active;
     if (entry->write) ++var.active_writes;
     var.first_ungranted = entry->next;
-    if (entry != own && entry->op->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) ready.push(entry->op);
+    if (ready) ready->granted(entry->op);
   }
 }
 
 }  // namespace
 
-bool append(VarState& var, Entry& entry, ReadyList& ready) {
+bool append(VarState& var, Entry& entry) {
   entry.prev = var.tail;
-  entry.next = nullptr;
-  entry.granted = false;
+  entry.set_next(nullptr);
   entry.launched = false;
   if (var.tail) {
-    var.tail->next = &entry;
+    var.tail->set_next(&entry);
   } else {
     var.head = &entry;
   }
   var.tail = &entry;
-  if (var.first_ungranted == nullptr) {
-    var.first_ungranted = &entry;
-    grant_ready_entries(var, ready, &entry);
-  }
-  return entry.granted;
+  if (var.first_ungranted != nullptr) return false;
+  var.first_ungranted = &entry;
+  grant_ready_entries(var, nullptr);
+  return var.first_ungranted == nullptr;
 }
 
 void mark_launched(VarState& var, Entry& entry, ReadyList& ready) {
@@ -98,7 +95,7 @@ void mark_launched(VarState& var, Entry& entry, ReadyList& ready) {
   }
   ++var.active_launched;
   if (entry.write) ++var.active_launched_writes;
-  grant_ready_entries(var, ready);
+  grant_ready_entries(var, &ready);
 }
 
 void propagate_failure(VarState& var, const Entry& entry, const std::exception_ptr& error) {
@@ -110,7 +107,11 @@ void propagate_failure(VarState& var, const Entry& entry, const std::exception_p
 }
 
 void remove_completed(VarState& var, Entry& entry, ReadyList& ready) {
-  (entry.prev ? entry.prev->next : var.head) = entry.next;
+  if (entry.prev) {
+    entry.prev->set_next(entry.next);
+  } else {
+    var.head = entry.next;
+  }
   (entry.next ? entry.next->prev : var.tail) = entry.prev;
   --var.active;
   if (entry.write) --var.active_writes;
@@ -119,7 +120,7 @@ void remove_completed(VarState& var, Entry& entry, ReadyList& ready) {
     if (entry.write) --var.active_launched_writes;
     if (var.active_launched == 0) var.mixed_launch = false;
   }
-  grant_ready_entries(var, ready);
+  grant_ready_entries(var, &ready);
 }
 
 }  // namespace depengine::detail::dependency

@@ -6,8 +6,8 @@
 // is active. On a stream device, an entry may also be granted early when
 // every conflicting active entry was *launched* on the same device: it then
 // carries their fences and the device orders the work on the GPU.
-// Granting an entry decrements its op's pending count; ops reaching zero are
-// appended to the ReadyList. A granted entry also takes the variable's error
+// A granted entry's op is noted in the ReadyList, whose settle() (called
+// after unlocking) decrements its pending count; ops reaching zero are ready. A granted entry also takes the variable's error
 // as its input error (Entry::error); a wait takes it over and clears it.
 // All functions expect the variable's lock held.
 
@@ -19,13 +19,10 @@
 
 namespace depengine::detail {
 
-/// Ops that became ready while holding locks; dispatched after unlocking.
-/// Lives on the stack: the first kInline ops need no allocation.
-class ReadyList {
+/// A stack of ops that lives on the stack: the first kInline need no allocation.
+class OpStack {
  public:
   void push(OpBlock* op) {
-    // Whoever dispatches it reads it next; it was last written elsewhere.
-    prefetch_block(op);
     if (size_ < kInline) {
       inline_[size_] = op;
     } else {
@@ -35,8 +32,7 @@ class ReadyList {
   }
   bool empty() const { return size_ == 0; }
   std::size_t size() const { return size_; }
-  /// The i-th op pushed and not yet popped (the profiler reads which ops a
-  /// completion released: those at indices from the size before it).
+  /// The i-th op pushed and not yet popped.
   OpBlock* operator[](std::size_t i) const { return i < kInline ? inline_[i] : overflow_[i - kInline]; }
   OpBlock* pop() {
     --size_;
@@ -53,12 +49,54 @@ class ReadyList {
   std::vector<OpBlock*> overflow_;
 };
 
+/// What the variables' queues released while their locks were held, dealt
+/// with after unlocking: ops whose entries were granted still have their
+/// pending counts to count down, and ops made ready wait to be dispatched.
+///
+/// Counting down after unlocking keeps the op's line, which the pushing
+/// thread wrote on another core, out of the critical section: a worker
+/// completing a chain's op would otherwise hold the variable's lock through
+/// that cache miss while the frontend spins on it to append the next op.
+class ReadyList {
+ public:
+  /// One entry of `op` was granted (the variable's lock held).
+  void granted(OpBlock* op) {
+    prefetch_for_write(op);  // arrives while the lock is still held
+    granted_.push(op);
+  }
+  /// Counts down the ops granted since the last call (no lock held); those
+  /// that reach zero become ready.
+  void settle() {
+    while (!granted_.empty()) {
+      OpBlock* op = granted_.pop();
+      if (op->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) push(op);
+    }
+  }
+
+  void push(OpBlock* op) {
+    // Whoever dispatches it reads it next; it was last written elsewhere.
+    prefetch_block(op);
+    ready_.push(op);
+  }
+  bool empty() const { return ready_.empty(); }
+  std::size_t size() const { return ready_.size(); }
+  /// The i-th ready op pushed and not yet popped (the profiler reads which
+  /// ops a completion released: those at indices from the size before it).
+  OpBlock* operator[](std::size_t i) const { return ready_[i]; }
+  OpBlock* pop() { return ready_.pop(); }
+
+ private:
+  OpStack granted_;
+  OpStack ready_;
+};
+
 namespace dependency {
 
 /// Appends `entry` at the tail of its variable's queue and grants it if it
 /// can be; returns whether it did. Only the entry itself can be granted here,
-/// and its op's pending count is left to the caller (see OpBlock::pending).
-bool append(VarState& var, Entry& entry, ReadyList& ready);
+/// and its op's pending count is left to the caller (see OpBlock::pending):
+/// nothing is added to `ready`.
+bool append(VarState& var, Entry& entry);
 
 /// The entry's work has been enqueued on a stream; its op's launch_fence is set.
 void mark_launched(VarState& var, Entry& entry, ReadyList& ready);

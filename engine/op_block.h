@@ -31,9 +31,10 @@ struct alignas(64) Entry {
   VarState* var = nullptr;
   OpBlock* op = nullptr;
   Entry* prev = nullptr;
+  // Written only through set_next (under the variable's lock), so that
+  // peek_next may read it without the lock.
   Entry* next = nullptr;
   bool write = false;
-  bool granted = false;
   bool launched = false;
   /// Where the variable stands in the op's lists (reads, then writes): of
   /// several failed inputs, the first listed one gives the op its error, so
@@ -45,6 +46,11 @@ struct alignas(64) Entry {
   /// here, it survives a blocking call that reports and clears the variable's
   /// error before an early-granted op gets to check it.
   std::exception_ptr error;
+
+  void set_next(Entry* entry) { std::atomic_ref<Entry*>(next).store(entry, std::memory_order_relaxed); }
+  /// The successor, read without the variable's lock: a hint for prefetching
+  /// only, which may be stale by the time the lock is taken.
+  Entry* peek_next() { return std::atomic_ref<Entry*>(next).load(std::memory_order_relaxed); }
 };
 
 enum class OpKind : std::uint8_t {

@@ -81,6 +81,7 @@ class ThreadedEngine final : public EngineCore {
       std::lock_guard lock(e.var->lock);
       detail::dependency::mark_launched(*e.var, e, ready);
     }
+    ready.settle();
     if (detail::OpObserver* obs = observer()) [[unlikely]] report_released(*obs, *op, ready, 0);
     dispatch(ready, nullptr);
   }
@@ -112,7 +113,7 @@ class ThreadedEngine final : public EngineCore {
     int granted = 0;
     // Entries are sorted by variable address: a global lock order.
     for (Entry& e : op->entries) e.var->lock.lock();
-    for (Entry& e : op->entries) granted += detail::dependency::append(*e.var, e, ready);
+    for (Entry& e : op->entries) granted += detail::dependency::append(*e.var, e);
     for (Entry& e : op->entries) e.var->lock.unlock();
     if (detail::OpObserver* obs = observer()) [[unlikely]] obs->on_push(*op);
     // Grants made here are settled in one step, or in none when every entry
@@ -195,11 +196,17 @@ class ThreadedEngine final : public EngineCore {
     if (error) op->set_error(std::move(error));
     const bool failed = op->has_error && (op->kind == OpKind::Sync || op->kind == OpKind::Async);
     const std::size_t ready_before = ready.size();
+    // The successors were written on the pushing thread's core and are
+    // touched under the locks: let those misses overlap the locks' own.
+    for (Entry& e : op->entries) {
+      if (Entry* next = e.peek_next()) detail::prefetch_for_write(next);
+    }
     for (Entry& e : op->entries) {
       std::lock_guard lock(e.var->lock);
       if (failed && e.write) detail::dependency::propagate_failure(*e.var, e, op->error);
       detail::dependency::remove_completed(*e.var, e, ready);
     }
+    ready.settle();
     if (failed) record_failure(*op);
     if (detail::OpObserver* obs = observer()) [[unlikely]] {
       report_released(*obs, *op, ready, ready_before);
