@@ -76,11 +76,8 @@ bool EngineCore::has_device(Device device) const {
   return devices_[static_cast<int>(device.kind)][device.index].load(std::memory_order_acquire) != nullptr;
 }
 
-Executor* EngineCore::executor_for(Device device) {
-  if (device.index < 0 || device.index >= kMaxDeviceIndex) return nullptr;
+Executor* EngineCore::create_executor(Device device) {
   auto& slot = devices_[static_cast<int>(device.kind)][device.index];
-  if (Executor* e = slot.load(std::memory_order_acquire)) return e;
-  // First use of a device kind with a registered factory (e.g. cuda:0).
   std::lock_guard lock(devices_mutex_);
   if (Executor* e = slot.load(std::memory_order_relaxed)) return e;
   std::unique_ptr<Executor> created = detail::create_device(device);
@@ -168,14 +165,14 @@ OpBlock* EngineCore::make_op(OpKind kind, VarList reads, VarList writes, const P
   return op;
 }
 
-void EngineCore::push(OpFn fn, VarList reads, VarList writes, const PushOptions& options) {
+void EngineCore::push(OpFn&& fn, VarList reads, VarList writes, const PushOptions& options) {
   if (!fn) throw std::invalid_argument("depengine: push of " + describe(options.name) + " with a null function");
   OpBlock* op = make_op(OpKind::Sync, reads, writes, options);
   op->fn = std::move(fn);
   submit(op);
 }
 
-void EngineCore::push_async(AsyncOpFn fn, VarList reads, VarList writes, const PushOptions& options) {
+void EngineCore::push_async(AsyncOpFn&& fn, VarList reads, VarList writes, const PushOptions& options) {
   if (!fn) throw std::invalid_argument("depengine: push_async of " + describe(options.name) + " with a null function");
   OpBlock* op = make_op(OpKind::Async, reads, writes, options);
   op->async_fn = std::move(fn);

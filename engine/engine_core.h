@@ -28,8 +28,10 @@ class EngineCore {
 
   // The public API (Engine forwards here).
   Var new_var(std::string_view name);
-  void push(OpFn fn, VarList reads, VarList writes, const PushOptions& options);
-  void push_async(AsyncOpFn fn, VarList reads, VarList writes, const PushOptions& options);
+  // The functions are taken by reference: a move of an InlineFunction is an
+  // indirect call, and Engine already holds them by value.
+  void push(OpFn&& fn, VarList reads, VarList writes, const PushOptions& options);
+  void push_async(AsyncOpFn&& fn, VarList reads, VarList writes, const PushOptions& options);
   void delete_var(Var var, ReleaseFn release);
   void wait_to_read(Var var) { wait_var(var, false); }
   void wait_to_write(Var var) { wait_var(var, true); }
@@ -106,7 +108,11 @@ class EngineCore {
   /// Reports and clears every unreported failure (for wait_all); the first.
   std::exception_ptr take_all_errors();
 
-  Executor* executor_for(Device device);
+  Executor* executor_for(Device device) {
+    if (device.index < 0 || device.index >= kMaxDeviceIndex) return nullptr;
+    if (Executor* e = devices_[static_cast<int>(device.kind)][device.index].load(std::memory_order_acquire)) return e;
+    return create_executor(device);
+  }
   /// Returns a finished op to the pool (async ops once invoke() also let go).
   void release_hold(detail::OpBlock* op);
   /// Called when a Delete op completes: the slot may be reused.
@@ -121,6 +127,9 @@ class EngineCore {
     std::uint32_t generation;
     std::exception_ptr error;
   };
+
+  /// First use of a device kind with a registered factory (e.g. cuda:0).
+  Executor* create_executor(Device device);
 
   std::atomic<detail::OpObserver*> observer_{nullptr};
 

@@ -33,23 +33,6 @@ Var VarTable::create(std::string_view name) {
   return Var(engine_id_, slot, state.generation.load(std::memory_order_relaxed));
 }
 
-VarState* VarTable::find_including_deleted(Var var) const {
-  if (var.engine_id() != engine_id_) return nullptr;
-  const std::uint32_t slot = var.slot();
-  if (slot >= kMaxChunks * kChunkSize) return nullptr;
-  Chunk* chunk = chunks_[slot >> kChunkBits].load(std::memory_order_acquire);
-  if (chunk == nullptr) return nullptr;
-  VarState& state = (*chunk)[slot & (kChunkSize - 1)];
-  if (state.generation.load(std::memory_order_acquire) != var.generation()) return nullptr;
-  return &state;
-}
-
-VarState* VarTable::find(Var var) const {
-  VarState* state = find_including_deleted(var);
-  if (state == nullptr || state->delete_pushed.load(std::memory_order_acquire)) return nullptr;
-  return state;
-}
-
 void VarTable::recycle(VarState* var) {
   std::lock_guard lock(mutex_);
   var->generation.fetch_add(1, std::memory_order_release);

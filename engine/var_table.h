@@ -24,9 +24,22 @@ class VarTable {
   Var create(std::string_view name);
   /// The live state behind `var`, or null if the handle is null, foreign,
   /// stale, or its variable's deletion was already pushed.
-  VarState* find(Var var) const;
+  VarState* find(Var var) const {
+    VarState* state = find_including_deleted(var);
+    if (state == nullptr || state->delete_pushed.load(std::memory_order_acquire)) return nullptr;
+    return state;
+  }
   /// Like find, but also accepts variables whose deletion was pushed.
-  VarState* find_including_deleted(Var var) const;
+  VarState* find_including_deleted(Var var) const {
+    if (var.engine_id() != engine_id_) return nullptr;
+    const std::uint32_t slot = var.slot();
+    if (slot >= kMaxChunks * kChunkSize) return nullptr;
+    Chunk* chunk = chunks_[slot >> kChunkBits].load(std::memory_order_acquire);
+    if (chunk == nullptr) return nullptr;
+    VarState& state = (*chunk)[slot & (kChunkSize - 1)];
+    if (state.generation.load(std::memory_order_acquire) != var.generation()) return nullptr;
+    return &state;
+  }
   /// Frees the slot for reuse; old handles become stale.
   void recycle(VarState* var);
 

@@ -151,9 +151,9 @@ void CpuExecutor::run_batch(OpBlock** batch, std::size_t count) {
 void CpuExecutor::run_chain(OpBlock* op) {
   while (op != nullptr) {
     RunContext ctx{.device = Device::cpu(), .property = op->property, .name = op->name_view()};
-    ReadyOp ready(op);
-    const bool async = ready.is_async();
-    std::exception_ptr error = ready.invoke(ctx);
+    // The engine's own calls, not ReadyOp's: this is every CPU op's path.
+    const bool async = op->kind == OpKind::Async;
+    std::exception_ptr error = engine_.invoke(op, ctx);
     op = async ? nullptr : engine_.complete_and_continue(op, std::move(error));
   }
 }
