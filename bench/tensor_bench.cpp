@@ -6,9 +6,12 @@
 // other, so that the machine's load drifts alike over both halves and their
 // ratio holds even where absolute times do not. Two ways of pushing:
 //
-// - stream: the ops are pushed back to back and waited for once, as a
+// - stream/N: N ops are pushed back to back and waited for once, as a
 //   training loop or pipeline does. Each op writes the same output, so each
 //   depends on the previous one and they run in order, like the direct calls.
+//   A stream pays two wake-ups once (a worker's for its first op, the waiting
+//   thread's after its last), tens of microseconds each on a VM: the longer
+//   stream shows the cost per op without them, the shorter one with them.
 // - wait_each: a wait after every op, so the wake-up of the waiting thread is
 //   inside every op's time: the worst case, what a synchronous caller pays.
 //
@@ -21,6 +24,7 @@
 
 #include <chrono>
 #include <functional>
+#include <initializer_list>
 #include <vector>
 
 #include <depengine/engine.h>
@@ -37,8 +41,11 @@ namespace ops = depengine::ops;
 using Clock = std::chrono::steady_clock;
 
 constexpr std::int64_t kSide = 512;
-constexpr int kGemmsPerIteration = 16;        // about 10 ms each
-constexpr int kElementwisePerIteration = 64;  // about 100 us each
+// Ops per stream (and per iteration of wait_each): gemm about 10 ms each,
+// axpy about 60 us each.
+constexpr int kGemmStream = 16;
+constexpr int kAxpyShortStream = 64;
+constexpr int kAxpyLongStream = 1024;
 
 enum class Waiting { stream, wait_each };
 
@@ -46,6 +53,23 @@ struct Workload {
   std::function<void()> direct;     // one op, called directly
   std::function<ops::Cost()> push;  // the same op, pushed to the engine
   std::function<void()> wait;       // waits for the engine's ops pushed so far
+};
+
+// The direct calls' operands: n x n float32 tensors filled with `values`,
+// allocated like the engine's so that both halves see the same alignment and
+// layout (with std::vector's, the plain axpy loop ran some 35% slower than the
+// same loop on the tensors' storage). Only the direct calls touch them, once
+// their fills completed.
+class Operands {
+ public:
+  Operands(Engine& engine, std::initializer_list<double> values) {
+    for (double v : values) tensors_.push_back(Tensor::full(engine, {kSide, kSide}, v));
+    engine.wait_all();
+  }
+  float* operator[](std::size_t i) const { return static_cast<float*>(tensors_[i].data()); }
+
+ private:
+  std::vector<Tensor> tensors_;
 };
 
 double seconds_since(Clock::time_point start) {
@@ -82,52 +106,53 @@ void compare(benchmark::State& state, const Workload& w, int count, Waiting wait
 // c = a b, n x n float32: cblas_sgemm directly against ops::gemm.
 void gemm(benchmark::State& state, EngineKind kind, Waiting waiting) {
   const int n = static_cast<int>(kSide);
-  std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n);
   Engine engine(EngineOptions{.kind = kind});
   const Tensor ta = Tensor::full(engine, {kSide, kSide}, 0.5), tb = Tensor::full(engine, {kSide, kSide}, 0.25);
   const Tensor tc = Tensor::empty(engine, {kSide, kSide});
-  engine.wait_all();
+  const Operands direct(engine, {0.5, 0.25, 0.0});
   const Workload w{
-      [&] {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f,
-                    c.data(), n);
-        benchmark::DoNotOptimize(c.data());
+      [n, a = direct[0], b = direct[1], c = direct[2]] {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+        benchmark::DoNotOptimize(c);
       },
       [&] { return ops::gemm(ta, tb, tc); },
       [&] { engine.wait_to_read(tc.var()); }};
-  compare(state, w, kGemmsPerIteration, waiting);
+  compare(state, w, static_cast<int>(state.range(0)), waiting);
 }
 
 // y = alpha x + y on n x n float32: a plain loop against ops::axpy.
 void axpy(benchmark::State& state, EngineKind kind, Waiting waiting) {
   const std::int64_t n = kSide * kSide;
-  std::vector<float> x(n, 0.5f), y(n, 0.0f);
   Engine engine(EngineOptions{.kind = kind});
   const Tensor tx = Tensor::full(engine, {kSide, kSide}, 0.5), ty = Tensor::zeros(engine, {kSide, kSide});
-  engine.wait_all();
+  const Operands direct(engine, {0.5, 0.0});
   const float alpha = 1e-3f;
   const Workload w{
-      [&] {
-        for (std::int64_t i = 0; i < n; ++i) y[i] = alpha * x[i] + y[i];
-        benchmark::DoNotOptimize(y.data());
+      // Everything the loop reads is captured by value: through references
+      // the compiler must assume a store to y[i] may change alpha or the
+      // pointers, and it would neither vectorise nor hoist the loads.
+      [alpha, x = direct[0], y = direct[1], n] {
+        for (std::int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+        benchmark::DoNotOptimize(y);
       },
       [&] { return ops::axpy(alpha, tx, ty); },
       [&] { engine.wait_to_read(ty.var()); }};
-  compare(state, w, kElementwisePerIteration, waiting);
+  compare(state, w, static_cast<int>(state.range(0)), waiting);
 }
 
 // The naive engine runs each op inside push, so it has no wait_each variant:
-// its stream is the cost of pushing alone.
-#define TENSOR_BENCH(op, unit)                                                         \
+// its stream is the cost of pushing alone. The argument is the ops per
+// iteration (per stream).
+#define TENSOR_BENCH(op, unit, wait_each_ops, ...)                                      \
   BENCHMARK_CAPTURE(op, stream_depengine, EngineKind::Threaded, Waiting::stream)       \
-      ->Name(#op "/stream/depengine")->Unit(unit)->UseManualTime();                    \
+      ->Name(#op "/stream/depengine")->Unit(unit)->UseManualTime()->ArgsProduct({{__VA_ARGS__}}); \
   BENCHMARK_CAPTURE(op, stream_naive, EngineKind::Naive, Waiting::stream)              \
-      ->Name(#op "/stream/naive")->Unit(unit)->UseManualTime();                        \
+      ->Name(#op "/stream/naive")->Unit(unit)->UseManualTime()->ArgsProduct({{__VA_ARGS__}});     \
   BENCHMARK_CAPTURE(op, wait_each_depengine, EngineKind::Threaded, Waiting::wait_each) \
-      ->Name(#op "/wait_each/depengine")->Unit(unit)->UseManualTime()
+      ->Name(#op "/wait_each/depengine")->Unit(unit)->UseManualTime()->Arg(wait_each_ops)
 
-TENSOR_BENCH(gemm, benchmark::kMillisecond);
-TENSOR_BENCH(axpy, benchmark::kMillisecond);
+TENSOR_BENCH(gemm, benchmark::kMillisecond, kGemmStream, kGemmStream);
+TENSOR_BENCH(axpy, benchmark::kMillisecond, kAxpyShortStream, kAxpyShortStream, kAxpyLongStream);
 
 }  // namespace
 
