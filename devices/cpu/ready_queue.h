@@ -42,10 +42,13 @@ class ReadyQueue {
  private:
   static constexpr std::size_t kRingCapacity = 8192;
 
+  // The flags live on lines of their own: every pop writes consumer_busy,
+  // while the producer reads maybe_nonempty on every push, and sharing a line
+  // made each of those reads a miss.
   struct Ring {
     boost::lockfree::spsc_queue<OpBlock*, boost::lockfree::capacity<kRingCapacity>> queue;
-    std::atomic<bool> consumer_busy{false};
-    std::atomic<bool> maybe_nonempty{false};
+    alignas(64) std::atomic<bool> consumer_busy{false};
+    alignas(64) std::atomic<bool> maybe_nonempty{false};
   };
 
   struct ByPriority {
