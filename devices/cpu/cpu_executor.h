@@ -63,9 +63,12 @@ class CpuExecutor final : public Executor {
   oneapi::tbb::task_arena arena_;
 #endif
   ReadyQueue queue_;
-  std::atomic<int> active_{0};          // worker tasks started and not retired
-  std::atomic<int> spinning_{0};        // of those, idly looking for work
-  std::atomic<int> running_tasks_{0};   // worker tasks not yet returned
+  // Every submit reads active_; a worker that runs out of work writes
+  // spinning_, often when it keeps pace with the frontend: apart, a submit
+  // with one thread (which never reads spinning_) does not miss on it.
+  alignas(64) std::atomic<int> active_{0};    // worker tasks started and not retired
+  alignas(64) std::atomic<int> spinning_{0};  // of those, idly looking for work
+  std::atomic<int> running_tasks_{0};         // worker tasks not yet returned
 };
 
 }  // namespace depengine::detail
