@@ -80,5 +80,33 @@ TEST(Stress, IdleEngineGoesQuiet) {
   EXPECT_EQ(value, 5);
 }
 
+// A submit racing with the last worker going to sleep (after 50 us without
+// work) must still get its op run: either the submit sees no worker and
+// starts one, or the retiring worker sees the op. The frontend only polls a
+// flag the op sets, so no blocking call (which may run queued ops itself)
+// can hide a stranded op; each gap straddles the retirement time.
+TEST(Stress, PushRacingWithTheLastWorkerRetiringIsNeverStranded) {
+  for (int threads : {1, 2}) {
+    Engine engine({.cpu_threads = threads, .read_environment = false});
+    std::vector<Var> vars;
+    for (int i = 0; i < 4; ++i) vars.push_back(engine.new_var());
+    std::atomic<int> ran{0};
+    constexpr int kRounds = 400;
+    for (int round = 0; round < kRounds; ++round) {
+      const auto gap = std::chrono::microseconds(20 + (round * 37) % 100);
+      const auto until = std::chrono::steady_clock::now() + gap;
+      while (std::chrono::steady_clock::now() < until) {
+      }
+      engine.push([&](RunContext&) { ran.fetch_add(1, std::memory_order_release); }, {}, {vars[round % 4]});
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+      while (ran.load(std::memory_order_acquire) != round + 1 && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::yield();
+      }
+      ASSERT_EQ(ran.load(), round + 1) << "op of round " << round << " never ran (" << threads << " threads)";
+    }
+    engine.wait_all();
+  }
+}
+
 }  // namespace
 }  // namespace depengine

@@ -59,10 +59,10 @@ void CpuExecutor::submit(ReadyOp op) {
 }
 
 void CpuExecutor::start_worker_if_needed(std::size_t backlog) {
-  // No fence needed before reading active_: the queue's push and
-  // maybe_nonempty end in sequentially consistent operations, which order the
-  // op's publication before this load (a retiring worker does the mirror
-  // image: active_ first, then the queue).
+  // No fence needed before reading active_: the queue's push ends with the
+  // light half of an AsymmetricFence, which orders the op's publication
+  // before this load (a retiring worker does the mirror image: active_ first,
+  // then the heavy half, then the queue).
   int active = active_.load(std::memory_order_seq_cst);
   // One active worker guarantees progress (a retiring worker looks at the
   // queue once more). More are started only when the queued ops outnumber
@@ -87,7 +87,8 @@ void CpuExecutor::worker_loop() {
   // small ops.
   OpBlock* batch[kMaxBatch];
   for (;;) {
-    std::size_t count = queue_.pop(batch, kMaxBatch);
+    bool more = false;
+    std::size_t count = queue_.pop(batch, kMaxBatch, more);
     if (count == 0) {
       engine_.on_cpu_idle();
       spinning_.fetch_add(1, std::memory_order_seq_cst);
@@ -97,14 +98,14 @@ void CpuExecutor::worker_loop() {
         // Now and then let another thread have this core: on a busy machine
         // the frontend we wait for may be queued behind us on it.
         if (round % kRoundsPerYield == 0) std::this_thread::yield();
-        count = queue_.pop(batch, kMaxBatch);
+        count = queue_.pop(batch, kMaxBatch, more);
       }
       spinning_.fetch_sub(1, std::memory_order_seq_cst);
     }
     if (count == 0) {
       active_.fetch_sub(1, std::memory_order_seq_cst);
       // A submit that saw us active did not start a worker: look once more.
-      if (!queue_.maybe_nonempty()) break;
+      if (!queue_.queued_after_retiring()) break;
       int active = active_.load(std::memory_order_seq_cst);
       bool rejoined = false;
       while (active < threads_ && !rejoined) {
@@ -115,7 +116,7 @@ void CpuExecutor::worker_loop() {
     }
     // A submit may have counted on us as a spinner while we took other work:
     // pass the wake-up on if ops are still waiting.
-    if (queue_.maybe_nonempty()) start_worker_if_needed(1);
+    if (more) start_worker_if_needed(1);
     run_batch(batch, count);
   }
   running_tasks_.fetch_sub(1, std::memory_order_release);  // last touch of *this
@@ -129,7 +130,8 @@ bool CpuExecutor::help() {
   const WorkerScope scope(this);
   OpBlock* batch[kMaxBatch];
   bool ran = false;
-  while (std::size_t count = queue_.pop(batch, kMaxBatch)) {
+  bool more = false;
+  while (std::size_t count = queue_.pop(batch, kMaxBatch, more)) {
     run_batch(batch, count);
     ran = true;
   }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "engine/asymmetric_fence.h"
+
 namespace depengine::detail {
 namespace {
 
@@ -18,7 +20,11 @@ thread_local RingCache t_ring_cache;
 
 }  // namespace
 
-ReadyQueue::ReadyQueue(std::size_t consumers) : consumers_(consumers), id_(g_next_queue_id.fetch_add(1, std::memory_order_relaxed)) {}
+ReadyQueue::ReadyQueue(std::size_t consumers)
+    : consumers_(consumers), id_(g_next_queue_id.fetch_add(1, std::memory_order_relaxed)) {
+  // Before any push or worker can use the fence.
+  AsymmetricFence::init();
+}
 
 ReadyQueue::~ReadyQueue() {
   for (auto& ring : rings_) delete ring.load(std::memory_order_relaxed);
@@ -58,11 +64,11 @@ std::size_t ReadyQueue::push(OpBlock* op) {
   }
   Ring* ring = my_ring();
   if (ring && ring->queue.push(op)) {
-    // The push must be visible before we read the hint, or a consumer that
-    // just cleared it could miss the op (store-load ordering).
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (!ring->maybe_nonempty.load(std::memory_order_seq_cst)) {
-      ring->maybe_nonempty.store(true, std::memory_order_seq_cst);
+    // The op is published before the hint and the caller's count of active
+    // workers are read; a sleeping worker pairs this with heavy().
+    AsymmetricFence::light();
+    if (!ring->maybe_nonempty.load(std::memory_order_relaxed)) {
+      ring->maybe_nonempty.store(true, std::memory_order_relaxed);
     }
     return kRingCapacity - ring->queue.write_available();
   }
@@ -71,24 +77,19 @@ std::size_t ReadyQueue::push(OpBlock* op) {
   return spill_size_.fetch_add(1, std::memory_order_seq_cst) + 1;
 }
 
-std::size_t ReadyQueue::pop_ring(Ring& ring, OpBlock** out, std::size_t max) {
-  if (!ring.maybe_nonempty.load(std::memory_order_seq_cst)) return 0;
+std::size_t ReadyQueue::pop_ring(Ring& ring, OpBlock** out, std::size_t max, bool& more) {
+  // Reads first: a ring that is empty costs no write to its consumer flag.
+  if (!ring.maybe_nonempty.load(std::memory_order_relaxed) || ring.queue.read_available() == 0) return 0;
   if (ring.consumer_busy.exchange(true, std::memory_order_acquire)) return 0;
   // Take a share of what is queued, not all of it: other workers get theirs.
   const std::size_t share = ring.queue.read_available() / consumers_;
-  std::size_t n = ring.queue.pop(out, std::clamp<std::size_t>(share, 1, max));
-  if (n == 0) {
-    // Clear the hint, then look again: a push racing with the clear either
-    // is seen here or sets the hint again.
-    ring.maybe_nonempty.store(false, std::memory_order_seq_cst);
-    n = ring.queue.pop(out, 1);
-    if (n != 0) ring.maybe_nonempty.store(true, std::memory_order_seq_cst);
-  }
+  const std::size_t n = ring.queue.pop(out, std::clamp<std::size_t>(share, 1, max));
+  more = ring.queue.read_available() != 0;
   ring.consumer_busy.store(false, std::memory_order_release);
   return n;
 }
 
-std::size_t ReadyQueue::pop_rings(OpBlock** out, std::size_t max) {
+std::size_t ReadyQueue::pop_rings(OpBlock** out, std::size_t max, bool& more) {
   const std::size_t n = ring_count_.load(std::memory_order_acquire);
   if (n == 0) return 0;
   // Start at a rotating ring so that consumers spread over producers; the
@@ -97,7 +98,7 @@ std::size_t ReadyQueue::pop_rings(OpBlock** out, std::size_t max) {
   const std::size_t start = rotation++ % n;
   for (std::size_t i = 0; i < n; ++i) {
     Ring* ring = rings_[(start + i) % n].load(std::memory_order_acquire);
-    if (std::size_t got = pop_ring(*ring, out, max)) return got;
+    if (std::size_t got = pop_ring(*ring, out, max, more)) return got;
   }
   return 0;
 }
@@ -123,26 +124,40 @@ OpBlock* ReadyQueue::pop_heap(bool positive_only) {
   return op;
 }
 
-std::size_t ReadyQueue::pop(OpBlock** out, std::size_t max) {
-  auto one = [&](OpBlock* op) -> std::size_t {
-    if (op == nullptr) return 0;
-    out[0] = op;
-    return 1;
-  };
-  if (one(pop_heap(/*positive_only=*/true))) return 1;
-  if (std::size_t got = pop_rings(out, max)) return got;
-  if (one(pop_spill())) return 1;
-  return one(pop_heap(/*positive_only=*/false));
+std::size_t ReadyQueue::pop(OpBlock** out, std::size_t max, bool& more) {
+  more = false;
+  OpBlock* op = pop_heap(/*positive_only=*/true);
+  if (op == nullptr) {
+    if (std::size_t got = pop_rings(out, max, more)) return got;
+    op = pop_spill();
+  }
+  if (op == nullptr) op = pop_heap(/*positive_only=*/false);
+  if (op == nullptr) return 0;
+  out[0] = op;
+  more = heap_size_.load(std::memory_order_relaxed) != 0 || spill_size_.load(std::memory_order_relaxed) != 0;
+  return 1;
 }
 
-bool ReadyQueue::maybe_nonempty() const {
-  if (heap_size_.load(std::memory_order_seq_cst) != 0) return true;
-  if (spill_size_.load(std::memory_order_seq_cst) != 0) return true;
+bool ReadyQueue::queued_after_retiring() {
   const std::size_t n = ring_count_.load(std::memory_order_acquire);
   for (std::size_t i = 0; i < n; ++i) {
-    if (rings_[i].load(std::memory_order_acquire)->maybe_nonempty.load(std::memory_order_seq_cst)) return true;
+    Ring* ring = rings_[i].load(std::memory_order_acquire);
+    if (ring->maybe_nonempty.load(std::memory_order_relaxed) && ring->queue.read_available() == 0) {
+      ring->maybe_nonempty.store(false, std::memory_order_relaxed);
+    }
   }
-  return false;
+  // A push that read a hint before it was cleared, or the count of active
+  // workers before our caller lowered it, is visible from here on.
+  AsymmetricFence::heavy();
+  bool queued = heap_size_.load(std::memory_order_relaxed) != 0 || spill_size_.load(std::memory_order_relaxed) != 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    Ring* ring = rings_[i].load(std::memory_order_acquire);
+    if (ring->queue.read_available() != 0) {
+      ring->maybe_nonempty.store(true, std::memory_order_relaxed);
+      queued = true;
+    }
+  }
+  return queued;
 }
 
 }  // namespace depengine::detail

@@ -7,6 +7,11 @@
 // lock to pop. Operations with a non-zero priority (rare) go through a
 // mutex-guarded heap: above-zero ones are taken before the rings, below-zero
 // ones after.
+//
+// Each ring has a hint, "may be non-empty", so that consumers skip the rings
+// of threads that stopped pushing. A push sets it; only a worker about to
+// sleep clears it (queued_after_retiring), so a push pays no fence: the
+// handshake with the sleeper is an AsymmetricFence.
 
 #include <array>
 #include <atomic>
@@ -30,14 +35,19 @@ class ReadyQueue {
   ~ReadyQueue();
 
   /// Queues `op`; returns about how many ops wait in the queue it went to
-  /// (a hint for how many workers are worth waking).
+  /// (a hint for how many workers are worth waking). Ends with the light
+  /// half of an AsymmetricFence: what the caller reads next (the count of
+  /// active workers) is ordered after the op's publication.
   std::size_t push(OpBlock* op);
   /// Takes up to `max` operations to run (a fair share of a ring, or one
   /// prioritized op) into `out`; returns how many, 0 when none is queued.
-  std::size_t pop(OpBlock** out, std::size_t max);
-  /// True if some operation may be queued (exact after a seq_cst fence on
-  /// both sides; used to avoid losing a wake-up).
-  bool maybe_nonempty() const;
+  /// `more` tells whether the place they came from still holds some.
+  std::size_t pop(OpBlock** out, std::size_t max, bool& more);
+  /// For a worker about to sleep, after it lowered the count of active
+  /// workers: clears the hints of empty rings, then (after the heavy half of
+  /// the AsymmetricFence) tells whether any op is queued. Exact: an op whose
+  /// push did not see the lowered count is seen here.
+  bool queued_after_retiring();
 
  private:
   static constexpr std::size_t kRingCapacity = 8192;
@@ -59,8 +69,8 @@ class ReadyQueue {
   };
 
   Ring* my_ring();
-  std::size_t pop_ring(Ring& ring, OpBlock** out, std::size_t max);
-  std::size_t pop_rings(OpBlock** out, std::size_t max);
+  std::size_t pop_ring(Ring& ring, OpBlock** out, std::size_t max, bool& more);
+  std::size_t pop_rings(OpBlock** out, std::size_t max, bool& more);
   OpBlock* pop_spill();
   OpBlock* pop_heap(bool positive_only);
 
