@@ -32,8 +32,9 @@ void AsymmetricFence::init() {
 void AsymmetricFence::heavy() {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (!expedited_.load(std::memory_order_acquire)) return;
-  // Cannot fail once registered; if it did, light() sides would be left
-  // unordered and ops could be stranded, so stop loudly instead.
+  // Cannot fail once registered (a fork()ed child keeps the registration,
+  // exec() ends it along with expedited_); if it did, light() sides would be
+  // left unordered and ops could be stranded, so stop loudly instead.
   if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) {
     std::fputs("depengine: membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) failed after registration\n", stderr);
     std::terminate();

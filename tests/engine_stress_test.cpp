@@ -9,6 +9,10 @@
 #include <vector>
 
 #include <depengine/engine.h>
+#include <oneapi/tbb/global_control.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace depengine {
 namespace {
@@ -106,6 +110,46 @@ TEST(Stress, PushRacingWithTheLastWorkerRetiringIsNeverStranded) {
     }
     engine.wait_all();
   }
+}
+
+// The wake-up handshake registers the process for membarrier once, and a
+// child of fork() inherits both the registration and the record of it. An
+// engine made in the child must run its ops (its workers fall asleep between
+// the pushes, so the retiring path with its heavy fence is taken). oneTBB's
+// threads do not survive a fork: the parent shuts its scheduler down first,
+// as a program that forks after using oneTBB must.
+TEST(Stress, EngineInAForkedChildRunsItsOps) {
+#if DEPENGINE_TSAN
+  GTEST_SKIP() << "ThreadSanitizer does not support threads started after a multi-threaded fork";
+#else
+  oneapi::tbb::task_scheduler_handle scheduler{oneapi::tbb::attach{}};
+  {
+    Engine parent({.cpu_threads = 2, .read_environment = false});
+    Var v = parent.new_var();
+    parent.push([](RunContext&) {}, {}, {v});
+    parent.wait_all();
+  }
+  if (!oneapi::tbb::finalize(scheduler, std::nothrow)) GTEST_SKIP() << "oneTBB's scheduler could not be shut down";
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    int value = 0;
+    {
+      Engine engine({.cpu_threads = 2, .read_environment = false});
+      Var v = engine.new_var();
+      for (int i = 0; i < 5; ++i) {
+        engine.push([&](RunContext&) { ++value; }, {}, {v});
+        engine.wait_to_read(v);
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+    }
+    _exit(value == 5 ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child did not exit normally (status " << status << ")";
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+#endif
 }
 
 }  // namespace
