@@ -25,7 +25,6 @@
 
 #include <chrono>
 #include <functional>
-#include <vector>
 
 #include <depengine/engine.h>
 #include <depengine/ops.h>
@@ -128,7 +127,7 @@ void axpy(benchmark::State& state, EngineKind kind, Waiting waiting) {
   const Workload w{
       // Everything the loop reads is captured by value: through references
       // the compiler must assume a store to y[i] may change alpha or the
-      // pointers, and it would neither vectorise nor hoist the loads.
+      // pointers, and reload or check them.
       [alpha, x = host(tx), y = host(ty), n] {
         for (std::int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
         benchmark::DoNotOptimize(y);
@@ -141,12 +140,12 @@ void axpy(benchmark::State& state, EngineKind kind, Waiting waiting) {
 // The naive engine runs each op inside push, so it has no wait_each variant:
 // its stream is the cost of pushing alone. The argument is the ops per
 // iteration (per stream).
-#define TENSOR_BENCH(op, unit, wait_each_ops, ...)                                      \
-  BENCHMARK_CAPTURE(op, stream_depengine, EngineKind::Threaded, Waiting::stream)       \
+#define TENSOR_BENCH(op, unit, wait_each_ops, ...)                                                 \
+  BENCHMARK_CAPTURE(op, stream_depengine, EngineKind::Threaded, Waiting::stream)                  \
       ->Name(#op "/stream/depengine")->Unit(unit)->UseManualTime()->ArgsProduct({{__VA_ARGS__}}); \
-  BENCHMARK_CAPTURE(op, stream_naive, EngineKind::Naive, Waiting::stream)              \
+  BENCHMARK_CAPTURE(op, stream_naive, EngineKind::Naive, Waiting::stream)                         \
       ->Name(#op "/stream/naive")->Unit(unit)->UseManualTime()->ArgsProduct({{__VA_ARGS__}});     \
-  BENCHMARK_CAPTURE(op, wait_each_depengine, EngineKind::Threaded, Waiting::wait_each) \
+  BENCHMARK_CAPTURE(op, wait_each_depengine, EngineKind::Threaded, Waiting::wait_each)            \
       ->Name(#op "/wait_each/depengine")->Unit(unit)->UseManualTime()->Arg(wait_each_ops)
 
 TENSOR_BENCH(gemm, benchmark::kMillisecond, kGemmStream, kGemmStream);
