@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <depengine/profiler.h>
+
 namespace depbench {
 namespace {
 
@@ -35,7 +37,8 @@ ScenarioResult run_scenario(const Scenario& scenario, const Config& config, cons
       }
     }
   }
-  if (trace != nullptr) {
+  // Without the profiler's hooks there is no trace to take.
+  if (trace != nullptr && depengine::Profiler::available()) {
     if (progress) progress(r.name + " (traced)", Mode::async, 1, 1);
     r.trace.emplace();
     r.trace->options = *trace;

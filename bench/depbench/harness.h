@@ -23,7 +23,10 @@ struct ScenarioResult {
   std::string name, description, ideal_formula;
   ModeResult sync, async;
   double speedup = 0;        // sync / async
-  double ideal_speedup = 0;  // median over the sync runs
+  // Median over the sync runs; NaN where it cannot be computed (training_step
+  // measures it with the profiler, which a build with
+  // DEPENGINE_PROFILER_HOOKS=OFF does not have).
+  double ideal_speedup = 0;
   bool results_equal = false;
   nlohmann::json details;
   std::optional<Trace> trace;  // one async run, when asked for

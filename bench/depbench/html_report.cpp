@@ -1,6 +1,9 @@
 #include "bench/depbench/html_report.h"
 
+#include <cmath>
 #include <cstdio>
+
+#include <depengine/profiler.h>
 
 #include "bench/depbench/scenarios/common.h"
 #include "bench/depbench/svg_charts.h"
@@ -44,7 +47,8 @@ std::string html_report(const std::vector<ScenarioResult>& results, const Config
   for (const ScenarioResult& r : results) {
     h += "<tr><td>" + xml_escape(r.name) + "</td><td>" + fixed(r.sync.seconds, 4) + "</td><td>" +
          fixed(r.async.seconds, 4) + "</td><td>" + fixed(r.speedup, 2) + "x</td><td title=\"" +
-         xml_escape(r.ideal_formula) + "\">" + fixed(r.ideal_speedup, 2) + "x</td><td" +
+         xml_escape(r.ideal_formula) + "\">" +
+         (std::isfinite(r.ideal_speedup) ? fixed(r.ideal_speedup, 2) + "x" : std::string("n/a")) + "</td><td" +
          (r.results_equal ? ">equal" : " class=\"differ\">DIFFER") + "</td><td style=\"text-align:left\">" +
          xml_escape(r.description) + "</td></tr>\n";
   }
@@ -71,6 +75,9 @@ std::string html_report(const std::vector<ScenarioResult>& results, const Config
          "variables. Open the --trace file in https://ui.perfetto.dev for the full view with "
          "arrows.</figcaption></figure>\n<pre>" +
          xml_escape(r.trace->table) + "</pre>\n";
+  }
+  if (!timeline.empty() && !depengine::Profiler::available()) {
+    h += "<p>No timeline: this build compiled the profiler's hooks out (DEPENGINE_PROFILER_HOOKS=OFF).</p>\n";
   }
   h += "<h2>Text summary</h2>\n<pre>" + xml_escape(summary_table(results, config)) + "</pre>\n</body>\n</html>\n";
   return h;

@@ -2,7 +2,7 @@
 // --json: one record per scenario and mode.
 //   {"scenario", "mode": "sync"|"async", "seconds" (median), "runs" (every
 //    run's seconds), "speedup" (sync/async, the same in both records of a
-//    scenario), "ideal_speedup", "results_equal", "size", "repeat",
+//    scenario), "ideal_speedup" (null where it cannot be computed), "results_equal", "size", "repeat",
 //    "device", "cpu_workers" (of the async engine), then the scenario's own fields; roofline's sync
 //    record also has "ops": its per-op table}
 

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <iostream>
 
+#include <depengine/profiler.h>
 #include <nlohmann/json.hpp>
 
 #include "bench/depbench/cli.h"
@@ -42,6 +43,11 @@ int main(int argc, char** argv) {
   auto parsed = parse_command_line(argc, argv, std::cout, std::cerr);
   if (const int* exit_code = std::get_if<int>(&parsed)) return *exit_code;
   const Options& options = std::get<Options>(parsed);
+  if (!options.trace_path.empty() && !depengine::Profiler::available()) {
+    std::cerr << "depbench: --trace needs the profiler, and this build compiled its hooks out "
+                 "(DEPENGINE_PROFILER_HOOKS=OFF)\n";
+    return 2;
+  }
 
   // The report draws the timeline of one scenario: the training step when it runs.
   std::string timeline;

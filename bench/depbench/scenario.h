@@ -32,7 +32,8 @@ struct Config {
 struct Outcome {
   double seconds = 0;       // the timed region only (no setup, no checking)
   std::uint64_t digest = 0;  // of the results: equal in both modes, bit for bit
-  /// Computed by sync runs from their measured parts (see ideal_formula); 0 otherwise.
+  /// Computed by sync runs from their measured parts (see ideal_formula); 0 otherwise,
+  /// NaN where it cannot be computed (see ScenarioResult::ideal_speedup).
   double ideal_speedup = 0;
   std::map<std::string, double> metrics;  // scenario-specific numbers, into the JSON record
   nlohmann::json details;                 // scenario-specific structure (roofline's per-op table)

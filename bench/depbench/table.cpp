@@ -1,6 +1,8 @@
 #include "bench/depbench/table.h"
 
+#include <cmath>
 #include <cstdio>
+#include <string>
 
 #include "bench/depbench/scenarios/common.h"
 
@@ -27,8 +29,9 @@ std::string summary_table(const std::vector<ScenarioResult>& results, const Conf
       cpu_workers(), config.size, config.device.c_str(), config.repeat, config.repeat == 1 ? "" : "s");
   out += format("%-22s %10s %10s %9s %9s  %s\n", "scenario", "sync s", "async s", "speedup", "ideal", "results");
   for (const ScenarioResult& r : results) {
-    out += format("%-22s %10.4f %10.4f %8.2fx %8.2fx  %s\n", r.name.c_str(), r.sync.seconds, r.async.seconds,
-                  r.speedup, r.ideal_speedup, r.results_equal ? "equal" : "DIFFER");
+    const std::string ideal = std::isfinite(r.ideal_speedup) ? format("%8.2fx", r.ideal_speedup) : "      n/a";
+    out += format("%-22s %10.4f %10.4f %8.2fx %s  %s\n", r.name.c_str(), r.sync.seconds, r.async.seconds,
+                  r.speedup, ideal.c_str(), r.results_equal ? "equal" : "DIFFER");
   }
   for (const ScenarioResult& r : results) {
     if (r.name == "roofline" && r.details.is_array()) {

@@ -8,6 +8,8 @@
 // op, bounded by the critical path and the workers.
 
 #include <depengine/ops.h>
+#include <limits>
+
 #include <depengine/profiler.h>
 
 #include "bench/depbench/ideal.h"
@@ -57,7 +59,10 @@ class TrainingStep final : public Scenario {
       const ex::Dataset probe = ex::split(data, 0.1, 2).second;
       depengine::Tensor x = depengine::Tensor::from_host(*engine, probe.features, {probe.rows, probe.cols});
       out.digest = digest(mlp.forward(x).to_host<float>(), digest(losses));
-      if (mode == Mode::sync) out.ideal_speedup = ideal_from_profiled_epoch(*engine, mlp, batches);
+      if (mode == Mode::sync) {
+        out.ideal_speedup = depengine::Profiler::available() ? ideal_from_profiled_epoch(*engine, mlp, batches)
+                                                             : std::numeric_limits<double>::quiet_NaN();
+      }
     }
     out.metrics["epochs"] = epochs;
     out.metrics["steps_per_epoch"] = static_cast<double>((data.rows + batch_rows - 1) / batch_rows);
