@@ -79,11 +79,13 @@ std::size_t ReadyQueue::push(OpBlock* op) {
 
 std::size_t ReadyQueue::pop_ring(Ring& ring, OpBlock** out, std::size_t max, bool& more) {
   // Reads first: a ring that is empty costs no write to its consumer flag.
-  if (!ring.maybe_nonempty.load(std::memory_order_relaxed) || ring.queue.read_available() == 0) return 0;
+  if (!ring.maybe_nonempty.load(std::memory_order_relaxed)) return 0;
+  const std::size_t available = ring.queue.read_available();
+  if (available == 0) return 0;
   if (ring.consumer_busy.exchange(true, std::memory_order_acquire)) return 0;
   // Take a share of what is queued, not all of it: other workers get theirs.
-  const std::size_t share = ring.queue.read_available() / consumers_;
-  const std::size_t n = ring.queue.pop(out, std::clamp<std::size_t>(share, 1, max));
+  // `available` may be stale by now; the pop takes what is really there.
+  const std::size_t n = ring.queue.pop(out, std::clamp<std::size_t>(available / consumers_, 1, max));
   more = ring.queue.read_available() != 0;
   ring.consumer_busy.store(false, std::memory_order_release);
   return n;
