@@ -7,8 +7,9 @@
 // every conflicting active entry was *launched* on the same device: it then
 // carries their fences and the device orders the work on the GPU.
 // A granted entry's op is noted in the ReadyList, whose settle() (called
-// after unlocking) decrements its pending count; ops reaching zero are ready. A granted entry also takes the variable's error
-// as its input error (Entry::error); a wait takes it over and clears it.
+// after unlocking) decrements its pending count; ops reaching zero are ready.
+// A granted entry also takes the variable's error as its input error
+// (Entry::error); a wait takes it over and clears it.
 // All functions expect the variable's lock held.
 
 #include <cstddef>

@@ -7,9 +7,9 @@
 // profiled, sync epoch: the measured time and the read/write sets of every
 // op, bounded by the critical path and the workers.
 
-#include <depengine/ops.h>
 #include <limits>
 
+#include <depengine/ops.h>
 #include <depengine/profiler.h>
 
 #include "bench/depbench/ideal.h"
