@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # GPU check, for a machine with an NVIDIA GPU: builds depengine with CUDA,
-# runs the GPU tests and the GPU benchmarks, and prints a short table last.
+# runs the GPU tests (the CUDA device, the ops on CUDA, the MLP example on
+# CUDA) and the GPU benchmarks, and prints a short table last.
 # Stays within 5 minutes (each step gets what is left of a 290 s budget).
 #
-#   scripts/gpu-check.sh [BUILD_DIR]      (default: build-gpu)
+#   scripts/gpu-check.sh [BUILD_DIR]            (default: build-gpu)
+#   scripts/gpu-check.sh --prebuilt BUNDLE_DIR  programs packed by
+#                                               scripts/gpu-bundle.sh elsewhere
 #
 # Exit status: 0 when the tests passed, 1 when they failed, 2 without a GPU.
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-$root/build-gpu}
 deadline=$((SECONDS + 290))
 left() { local s=$((deadline - SECONDS)); echo $((s > 1 ? s : 1)); }
 
@@ -18,31 +20,83 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
   exit 2
 fi
 gpu=$(nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader | head -n 1)
-# Compile for this GPU only ("9.0" -> 90): the shortest build.
-arch=$(echo "$gpu" | awk -F', ' '{ gsub(/\./, "", $3); print $3 }')
-[[ $arch =~ ^[0-9]+$ ]] || arch="80;90"
 [[ -x /usr/local/cuda/bin/nvcc ]] && export PATH="/usr/local/cuda/bin:$PATH"
 
-echo "== configure ($gpu)"
-timeout "$(left)" cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DDEPENGINE_WITH_CUDA=ON \
-  -DDEPENGINE_BUILD_EXAMPLES=OFF "-DCMAKE_CUDA_ARCHITECTURES=$arch" >"$build.configure.log" 2>&1 ||
-  { tail -n 30 "$build.configure.log"; exit 1; }
-echo "== build"
-timeout "$(left)" cmake --build "$build" -j "$(nproc)" --target device_cuda_tests device_cuda_bench \
-  >"$build.build.log" 2>&1 || { tail -n 30 "$build.build.log"; exit 1; }
+# Adds to LD_LIBRARY_PATH the folder of each library the programs in $1 miss,
+# looking where CUDA installs put them (the toolkit, pip's nvidia-* wheels).
+find_missing_libraries() {
+  local lib dir
+  for lib in $(ldd "$1"/* 2>/dev/null | awk '/=> not found/ { print $1 }' | sort -u); do
+    dir=$(find /usr/local/cuda*/ /usr/lib /opt /usr/local/lib -name "$lib" 2>/dev/null | head -n 1 | xargs -r dirname)
+    if [[ -n $dir ]]; then
+      echo "   $lib from $dir"
+      export LD_LIBRARY_PATH="$dir:$LD_LIBRARY_PATH"
+    else
+      echo "   $lib: not found on this machine"
+    fi
+  done
+}
 
-echo "== GPU tests"
-timeout "$(left)" "$build/tests/device_cuda_tests" 2>&1 | tee "$build/gpu-tests.log" | grep -E '^\[ +(OK|FAILED|SKIPPED) +\]'
-test_rc=${PIPESTATUS[0]}
-tests=$(grep -E '^\[ +(PASSED|FAILED|SKIPPED) +\] [0-9]+ test' "$build/gpu-tests.log" | tr '\n' ' ')
+if [[ ${1:-} == --prebuilt ]]; then
+  bundle=$(cd "${2:?--prebuilt needs the folder scripts/gpu-bundle.sh made}" && pwd)
+  bin=$bundle/bin
+  out=$bundle
+  export LD_LIBRARY_PATH="$bundle/lib:${LD_LIBRARY_PATH:-}"
+  echo "== prebuilt programs ($gpu)"
+  # The bundle's libstdc++ only where this machine's is older.
+  if ldd "$bin"/* 2>&1 | grep -q "version .* not found"; then
+    echo "   using the bundle's libstdc++"
+    export LD_LIBRARY_PATH="$bundle/compat:$LD_LIBRARY_PATH"
+  fi
+  find_missing_libraries "$bin"
+else
+  build=${1:-$root/build-gpu}
+  out=$build
+  # Compile for this GPU only ("9.0" -> 90): the shortest build.
+  arch=$(echo "$gpu" | awk -F', ' '{ gsub(/\./, "", $3); print $3 }')
+  [[ $arch =~ ^[0-9]+$ ]] || arch="80;90"
+  echo "== configure ($gpu)"
+  timeout "$(left)" cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DDEPENGINE_WITH_CUDA=ON \
+    "-DCMAKE_CUDA_ARCHITECTURES=$arch" >"$build.configure.log" 2>&1 ||
+    { tail -n 30 "$build.configure.log"; exit 1; }
+  echo "== build"
+  timeout "$(left)" cmake --build "$build" -j "$(nproc)" \
+    --target device_cuda_tests device_cuda_bench tensor_tests mlp_train \
+    >"$build.build.log" 2>&1 || { tail -n 30 "$build.build.log"; exit 1; }
+  bin=$out/bin
+  mkdir -p "$bin"
+  for program in device_cuda_tests device_cuda_bench tensor_tests mlp_train; do
+    ln -sf "$(find "$build" -type f -name "$program" -perm -u+x | head -n 1)" "$bin/$program"
+  done
+fi
+
+# Runs a Google Test program; prints one line per test and keeps the summary.
+summaries=""
+test_rc=0
+run_tests() {  # label program [args...]
+  local label=$1 log=$out/gpu-$1.log
+  shift
+  echo "== $label"
+  timeout "$(left)" "$@" 2>&1 | tee "$log" | grep -E '^\[ +(OK|FAILED|SKIPPED) +\]|: Failure$|what\(\)'
+  local rc=${PIPESTATUS[0]}
+  [[ $rc == 0 ]] || test_rc=1
+  summaries+="$label: $(grep -E '^\[ +(PASSED|FAILED|SKIPPED) +\] [0-9]+ test' "$log" | tr '\n' ' ')(exit $rc); "
+}
+run_tests device "$bin/device_cuda_tests"
+run_tests ops "$bin/tensor_tests" --gtest_filter='CudaOps*'
+
+echo "== MLP example on CUDA"
+timeout "$(left)" "$bin/mlp_train" --device cuda --epochs 5 2>&1 | tee "$out/gpu-mlp.log" | tail -n 4
+mlp_rc=${PIPESTATUS[0]}
+[[ $mlp_rc == 0 ]] || test_rc=1
 
 echo "== GPU benchmarks"
-timeout "$(left)" "$build/bench/device_cuda_bench" --benchmark_min_time=0.5 --benchmark_format=csv \
-  >"$build/gpu-bench.csv" 2>"$build/gpu-bench.err"
+timeout "$(left)" "$bin/device_cuda_bench" --benchmark_min_time=0.5 --benchmark_format=csv \
+  >"$out/gpu-bench.csv" 2>"$out/gpu-bench.err"
 bench_rc=$?
 
 # ns_per_op of each "<workload>/<system>" from the CSV (name first, counter last).
-ns() { awk -F, -v n="\"$1/real_time\"" '$1 == n { printf "%.0f", $NF }' "$build/gpu-bench.csv"; }
+ns() { awk -F, -v n="\"$1/real_time\"" '$1 == n { printf "%.0f", $NF }' "$out/gpu-bench.csv"; }
 row() {  # workload baseline system target-text ratio-direction
   local base sys ratio
   base=$(ns "$1/$2"); sys=$(ns "$1/$3")
@@ -55,7 +109,7 @@ row() {  # workload baseline system target-text ratio-direction
 
 echo
 echo "GPU: $gpu"
-echo "tests: ${tests:-none ran} (exit $test_rc); benchmarks exit $bench_rc"
+echo "tests: ${summaries}mlp exit $mlp_rc; benchmarks exit $bench_rc"
 printf "%-22s %-11s %12s  %-10s %12s  %-18s %s\n" workload baseline "ns/op" system "ns/op" result target
 row overlap_copy_compute sync async "async >= 1.8x faster" speedup
 row launch_overhead direct depengine "<= 1.3x of direct" overhead
