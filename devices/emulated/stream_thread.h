@@ -1,15 +1,13 @@
 #pragma once
 // StreamThread: one in-order stream of the emulated device — a host thread
 // that runs the work queued on it one item at a time, in queue order, and
-// sleeps on a condition variable when there is none.
+// sleeps when there is none.
 
-#include <condition_variable>
-#include <mutex>
-#include <thread>
-#include <vector>
+#include <chrono>
 
 #include "depengine/detail/inline_function.h"
 #include "depengine/emulated_device.h"
+#include "devices/streams/batch_thread.h"
 
 namespace depengine::detail {
 
@@ -17,26 +15,22 @@ class StreamThread final : public EmulatedStream {
  public:
   using Work = InlineFunction<void()>;
 
-  StreamThread(Device device, StreamRole role, int index);
-  /// Runs what is still queued, then joins the thread.
-  ~StreamThread();
-  StreamThread(const StreamThread&) = delete;
-  StreamThread& operator=(const StreamThread&) = delete;
+  StreamThread(Device device, StreamRole role, int index)
+      : EmulatedStream(device, role, index), thread_(Run{}, std::chrono::nanoseconds{0}) {}
 
   /// Queues `work` behind everything queued before. Never blocks on work.
-  void enqueue(Work work);
+  void enqueue(Work work) { thread_.enqueue(std::move(work)); }
   /// Runs what is queued, then ends the thread. Idempotent.
-  void stop();
+  void stop() { thread_.stop(); }
 
  private:
-  void loop();
+  struct Run {
+    void operator()(Work& work) const { work(); }
+  };
 
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::vector<Work> queue_;  // swapped out whole by the thread
-  bool sleeping_ = false;
-  bool stopping_ = false;
-  std::thread thread_;
+  // No idle spin: an emulated stream stands for GPU hardware, which takes
+  // nothing from the host's cores; its host thread must not either.
+  BatchThread<Work, Run> thread_;
 };
 
 }  // namespace depengine::detail
