@@ -4,6 +4,9 @@
 //                                     kernel as long as the copy, download
 //   launch_overhead/depengine|direct  chain of tiny kernels through the engine
 //                                     vs launched in a loop on one stream
+//   launch_overhead/direct_events     the direct loop recording an event
+//                                     behind each kernel, as the engine does
+//                                     to learn of each op's completion
 //   multi_stream/one_stream|depengine independent small kernels on one stream
 //                                     vs spread by the engine over its streams
 //
@@ -142,6 +145,27 @@ void launch_overhead_direct(benchmark::State& state) {
   cuda_free(0, counter, sizeof(std::int64_t));
 }
 
+// The floor of an engine that tracks each op's completion with an event.
+void launch_overhead_direct_events(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  auto* counter = static_cast<std::int64_t*>(cuda_alloc(0, sizeof(std::int64_t)));
+  cudaStream_t stream;
+  cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  std::vector<cudaEvent_t> events(64);
+  for (cudaEvent_t& e : events) cudaEventCreateWithFlags(&e, cudaEventDisableTiming | cudaEventBlockingSync);
+  for (auto _ : state) {
+    for (int i = 0; i < kChain; ++i) {
+      samples::launch_step(counter, i, stream);
+      cudaEventRecord(events[i % events.size()], stream);
+    }
+    cudaStreamSynchronize(stream);
+  }
+  report(state, kChain);
+  for (cudaEvent_t e : events) cudaEventDestroy(e);
+  cudaStreamDestroy(stream);
+  cuda_free(0, counter, sizeof(std::int64_t));
+}
+
 constexpr int kKernels = 64;
 constexpr std::int64_t kSmallKernelCycles = 20'000;  // about 10-20 us
 
@@ -176,6 +200,7 @@ BENCHMARK_CAPTURE(overlap_copy_compute, sync, true)->Name("overlap_copy_compute/
 BENCHMARK_CAPTURE(overlap_copy_compute, async, false)->Name("overlap_copy_compute/async")->UseRealTime();
 BENCHMARK(launch_overhead_depengine)->Name("launch_overhead/depengine")->UseRealTime();
 BENCHMARK(launch_overhead_direct)->Name("launch_overhead/direct")->UseRealTime();
+BENCHMARK(launch_overhead_direct_events)->Name("launch_overhead/direct_events")->UseRealTime();
 BENCHMARK(multi_stream_one_stream)->Name("multi_stream/one_stream")->UseRealTime();
 BENCHMARK(multi_stream_depengine)->Name("multi_stream/depengine")->UseRealTime();
 

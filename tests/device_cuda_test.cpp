@@ -89,6 +89,40 @@ TEST_F(CudaDevice, ChainHoppingStreamsKeepsPushOrder) {
   engine.wait_all();
 }
 
+// While the watcher waits for a long kernel, the ops launched behind it share
+// one event; each must still complete only after its own work, as the CPU
+// ops reading the downloaded values check.
+TEST_F(CudaDevice, OpsSharingAnEventCompleteAfterTheirWork) {
+  Engine engine;
+  auto* counter = static_cast<std::int64_t*>(cuda_alloc(0, sizeof(std::int64_t)));
+  constexpr int kDownloads = 20;
+  auto* host = static_cast<std::int64_t*>(cuda_pinned_alloc(kDownloads * sizeof(std::int64_t)));
+  Var v = engine.new_var("counter"), h = engine.new_var("host");
+  engine.push([=](RunContext& ctx) {
+    cudaMemsetAsync(counter, 0, sizeof(std::int64_t), stream_of(ctx));
+    samples::launch_spin(20'000'000, stream_of(ctx));  // ~10 ms
+  }, {}, {v}, {.device = kGpu});
+  std::vector<std::int64_t> expected(kDownloads), seen(kDownloads, -1);
+  std::int64_t value = 0;
+  for (int d = 0; d < kDownloads; ++d) {
+    for (int i = 1; i <= 10; ++i) {
+      value = value * 3 + i;
+      engine.push([=](RunContext& ctx) { samples::launch_step(counter, i, stream_of(ctx)); }, {}, {v},
+                  {.device = kGpu});
+    }
+    expected[d] = value;
+    engine.push([=](RunContext& ctx) {
+      cudaMemcpyAsync(host + d, counter, sizeof(std::int64_t), cudaMemcpyDeviceToHost, stream_of(ctx));
+    }, {v}, {h}, {.device = kGpu, .property = OpProperty::CopyFromDevice});
+    engine.push([&seen, host, d](RunContext&) { seen[d] = host[d]; }, {h}, {});
+  }
+  engine.wait_all();
+  EXPECT_EQ(seen, expected);
+  engine.delete_var(v, [=] { cuda_free(0, counter, sizeof(std::int64_t)); });
+  engine.delete_var(h, [=] { cuda_pinned_free(host, kDownloads * sizeof(std::int64_t)); });
+  engine.wait_all();
+}
+
 TEST_F(CudaDevice, LaunchFailureNamesTheOperation) {
   Engine engine;
   bool later_ran = false;

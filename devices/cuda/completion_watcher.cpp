@@ -4,57 +4,29 @@
 
 namespace depengine::detail {
 
-CompletionWatcher::CompletionWatcher(int device) : device_(device), thread_([this] { loop(); }) {}
+CompletionWatcher::CompletionWatcher(int device) : thread_(Complete{device}, kIdleSpin) {}
 
-CompletionWatcher::~CompletionWatcher() { stop(); }
-
-void CompletionWatcher::watch(ReadyOp op, std::shared_ptr<CUevent_st> event, std::exception_ptr error) {
-  bool wake = false;
-  {
-    std::lock_guard lock(mutex_);
-    queue_.push_back({op, std::move(event), std::move(error)});
-    wake = sleeping_;
-    sleeping_ = false;
+void CompletionWatcher::Complete::operator()(Watched& watched) const {
+  // The watcher's first wait makes the device current on its thread.
+  thread_local int current = -1;
+  if (current != device) {
+    cudaSetDevice(device);
+    current = device;
   }
-  if (wake) cv_.notify_one();
-}
-
-void CompletionWatcher::stop() {
-  {
-    std::lock_guard lock(mutex_);
-    if (stopping_) return;
-    stopping_ = true;
-  }
-  cv_.notify_one();
-  thread_.join();
-}
-
-void CompletionWatcher::loop() {
-  cudaSetDevice(device_);
-  std::vector<Watched> batch;
-  for (;;) {
-    {
-      std::unique_lock lock(mutex_);
-      while (queue_.empty() && !stopping_) {
-        sleeping_ = true;
-        cv_.wait(lock);
+  std::exception_ptr error = std::move(watched.error);
+  if (watched.event) {
+    try {
+      watched.event->record(watched.op.name(), device);
+      const cudaError_t code = cudaEventSynchronize(watched.event->get());
+      if (code != cudaSuccess) {
+        std::rethrow_exception(cuda_error(code, "asynchronous CUDA error in " + describe_op(watched.op.name(), device)));
       }
-      if (queue_.empty()) return;
-      batch.swap(queue_);
+    } catch (...) {
+      if (!error) error = std::current_exception();
     }
-    for (Watched& w : batch) {
-      std::exception_ptr error = std::move(w.error);
-      if (w.event) {
-        const cudaError_t code = cudaEventSynchronize(w.event.get());
-        if (!error && code != cudaSuccess) {
-          error = cuda_error(code, "asynchronous CUDA error in " + describe_op(w.op.name(), device_));
-        }
-        w.event.reset();  // back to the pool before the engine may shut down
-      }
-      w.op.complete(std::move(error));
-    }
-    batch.clear();
+    watched.event.reset();  // back to the pool before the engine may shut down
   }
+  watched.op.complete(std::move(error));
 }
 
 }  // namespace depengine::detail

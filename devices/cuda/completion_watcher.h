@@ -2,11 +2,13 @@
 // CompletionWatcher: tells the engine when the operations launched on one
 // CUDA stream have finished on the GPU.
 //
-// The launching thread hands over each operation with the event recorded
-// behind its work; a dedicated host thread waits for the events in launch
-// order (cudaEventSynchronize on blocking-sync events: the thread sleeps in
-// the driver rather than spinning) and reports each completion, with the
-// asynchronous CUDA error the wait returned, if any.
+// The launching thread hands over each operation with the LazyEvent its work
+// joined; a dedicated host thread takes them in launch order, records the
+// event if no one has yet (the operations launched while it waited for the
+// previous one share it), waits for it (cudaEventSynchronize on
+// blocking-sync events: the thread sleeps in the driver rather than
+// spinning) and reports each completion, with the asynchronous CUDA error
+// the wait returned, if any.
 //
 // Why not cudaLaunchHostFunc: a host function blocks every later item of its
 // stream until it has run, which would put a driver-thread round trip
@@ -16,46 +18,47 @@
 
 #include <cuda_runtime_api.h>
 
-#include <condition_variable>
+#include <chrono>
 #include <exception>
 #include <memory>
-#include <mutex>
-#include <thread>
-#include <vector>
 
 #include "depengine/executor.h"
+#include "devices/cuda/lazy_event.h"
+#include "devices/streams/batch_thread.h"
 
 namespace depengine::detail {
 
 class CompletionWatcher {
  public:
   explicit CompletionWatcher(int device);
-  ~CompletionWatcher();
   CompletionWatcher(const CompletionWatcher&) = delete;
   CompletionWatcher& operator=(const CompletionWatcher&) = delete;
 
   /// Completes `op` once `event` has completed, with `error` if set (a
   /// failure found at launch) or else with the error the wait reports.
-  void watch(ReadyOp op, std::shared_ptr<CUevent_st> event, std::exception_ptr error);
+  void watch(ReadyOp op, std::shared_ptr<LazyEvent> event, std::exception_ptr error) {
+    thread_.enqueue({op, std::move(event), std::move(error)});
+  }
   /// Reports what is still watched, then ends the thread. Idempotent.
-  void stop();
+  void stop() { thread_.stop(); }
 
  private:
   struct Watched {
     ReadyOp op;
-    std::shared_ptr<CUevent_st> event;
+    std::shared_ptr<LazyEvent> event;
     std::exception_ptr error;
   };
+  struct Complete {
+    int device;
+    void operator()(Watched& watched) const;
+  };
 
-  void loop();
+  // A frontend launching a chain of small kernels hands over an operation
+  // every few microseconds, and the GPU often finishes each before the next
+  // arrives: without the spin, every launch would pay for waking the watcher.
+  static constexpr std::chrono::microseconds kIdleSpin{50};
 
-  const int device_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::vector<Watched> queue_;
-  bool sleeping_ = false;
-  bool stopping_ = false;
-  std::thread thread_;
+  BatchThread<Watched, Complete> thread_;
 };
 
 }  // namespace depengine::detail

@@ -1,5 +1,7 @@
 #include "devices/cuda/cuda_executor.h"
 
+#include <optional>
+
 #include "depengine/cuda_memory.h"
 #include "devices/cuda/cuda_check.h"
 #include "devices/cuda/device_guard.h"
@@ -55,19 +57,29 @@ void CudaExecutor::launch(void* self_ptr, ReadyOp op) noexcept {
   const int index = self->selector_.choose(op);
   Stream& stream = *self->streams_[index];
   std::exception_ptr error;
-  std::shared_ptr<CUevent_st> done;
+  std::shared_ptr<LazyEvent> done;
   bool invoked = false;
-  {
+  std::optional<DeviceGuard> guard;
+  try {
+    guard.emplace(self->device_);
+    // Before taking this stream's launch mutex: recording takes the
+    // predecessor's stream's, and two launches must not hold one each.
+    for (const Fence& fence : op.fences()) {
+      if (fence.stream_index != index) static_cast<LazyEvent*>(fence.event.get())->record(op.name(), self->device_);
+    }
+  } catch (...) {
+    error = std::current_exception();
+  }
+  if (!error) {
     std::lock_guard lock(stream.launch_mutex);
     try {
-      DeviceGuard guard(self->device_);
       for (const Fence& fence : op.fences()) {
         if (fence.stream_index == index) continue;  // a stream runs in order
-        check_cuda(cudaStreamWaitEvent(stream.handle, static_cast<cudaEvent_t>(fence.event.get()), 0),
+        check_cuda(cudaStreamWaitEvent(stream.handle, static_cast<LazyEvent*>(fence.event.get())->get(), 0),
                    "cudaStreamWaitEvent for " + describe_op(op.name(), self->device_));
       }
       // A predecessor that failed before this launch: skip the function but
-      // still record the event, so the completion follows the predecessors.
+      // still join the event, so the completion follows the predecessors.
       if (!op.fences().empty()) error = op.input_error();
       if (!error || op.is_async()) {
         // Drop a stale error of this thread's earlier CUDA calls, so that
@@ -85,12 +97,13 @@ void CudaExecutor::launch(void* self_ptr, ReadyOp op) noexcept {
         }
       }
       if (!op.is_async()) {
-        // Recorded even after a failure: the work enqueued before it may
+        // Joined even after a failure: the work enqueued before it may
         // still run, and the completion (which lets deletion free buffers)
         // must wait for it.
-        done = self->events_->acquire();
-        check_cuda(cudaEventRecord(done.get(), stream.handle),
-                   "cudaEventRecord after " + describe_op(op.name(), self->device_));
+        if (!stream.open_event || !stream.open_event->open()) {
+          stream.open_event = std::make_shared<LazyEvent>(self->events_->acquire(), stream.handle, stream.launch_mutex);
+        }
+        done = stream.open_event;
       }
     } catch (...) {
       if (!error) error = std::current_exception();

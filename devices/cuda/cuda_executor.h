@@ -1,13 +1,14 @@
 #pragma once
 // CudaExecutor: the executor of one GPU.
 //
-// Launching an operation, on the thread that submits it: make the chosen
-// stream wait (cudaStreamWaitEvent) for the fences of predecessors launched
-// on other streams, run the operation's function with ctx.stream set to that
-// stream (it enqueues kernels and copies), check the launch, record a pooled
-// event behind the work and report the launch with that event as the fence.
-// The engine may then launch successors at once; the stream's
-// CompletionWatcher reports the completion when the event has completed.
+// Launching an operation, on the thread that submits it: make sure the
+// events of its predecessors on other streams are recorded, make the chosen
+// stream wait for them (cudaStreamWaitEvent), run the operation's function
+// with ctx.stream set to that stream (it enqueues kernels and copies), check
+// the launch, and report the launch with the stream's open LazyEvent as the
+// fence. The engine may then launch successors at once; the stream's
+// CompletionWatcher records that event when it gets to it, and reports the
+// completion when the event has completed.
 
 #include <cuda_runtime_api.h>
 
@@ -18,6 +19,7 @@
 #include "depengine/executor.h"
 #include "devices/cuda/completion_watcher.h"
 #include "devices/cuda/cuda_config.h"
+#include "devices/cuda/lazy_event.h"
 #include "devices/streams/recycling_pool.h"
 #include "devices/streams/stream_selector.h"
 
@@ -35,9 +37,11 @@ class CudaExecutor final : public Executor {
  private:
   struct Stream {
     cudaStream_t handle = nullptr;
-    // Keeps one operation's function, launch check and event record
-    // together, so that the event covers that operation's work.
+    // Keeps one operation's function, launch check and joining open_event
+    // together, and event records apart from them, so that an event covers
+    // the whole work of every operation that joined it.
     std::mutex launch_mutex;
+    std::shared_ptr<LazyEvent> open_event;  // under launch_mutex
     std::unique_ptr<CompletionWatcher> watcher;
     ~Stream();
   };
