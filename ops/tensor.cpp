@@ -25,15 +25,43 @@ TensorStorage::TensorStorage(Engine& e, Device d, std::size_t size)
   }
 }
 
+TensorStorage::TensorStorage(Engine& e, std::size_t size, Device staged)
+    : engine(&e), device(Device::cpu()), backend(&ops::detail::backend_for(device)), bytes(size),
+      data(ops::detail::backend_for(staged).allocate_staging(size)), staged_for(&ops::detail::backend_for(staged)) {
+  try {
+    var = engine->new_var("tensor");
+  } catch (...) {
+    staged_for->deallocate_staging(data, bytes);
+    throw;
+  }
+}
+
 TensorStorage::~TensorStorage() {
   // The release runs after every operation pushed on `var` has completed.
-  engine->delete_var(var, [b = backend, d = device, p = data, n = bytes] { b->deallocate(d, p, n); });
+  if (staged_for) {
+    engine->delete_var(var, [b = staged_for, p = data, n = bytes] { b->deallocate_staging(p, n); });
+  } else {
+    engine->delete_var(var, [b = backend, d = device, p = data, n = bytes] { b->deallocate(d, p, n); });
+  }
 }
+
+struct TensorAccess {
+  /// An uninitialised CPU tensor in the staging memory of `device`'s backend.
+  static Tensor empty_staged(Engine& engine, Shape shape, DType dtype, Device device) {
+    const std::size_t bytes = static_cast<std::size_t>(shape_numel(shape)) * dtype_size(dtype);
+    return Tensor(std::make_shared<TensorStorage>(engine, bytes, device), std::move(shape), dtype);
+  }
+  /// Whether `t` is a CPU tensor in the staging memory of `device`'s backend.
+  static bool staged_for(const Tensor& t, Device device) {
+    return t.storage_->staged_for == &ops::detail::backend_for(device);
+  }
+};
 
 }  // namespace detail
 
 namespace {
 
+using detail::TensorAccess;
 using ops::detail::Access;
 using ops::detail::push_op;
 
@@ -88,7 +116,7 @@ void copy_between(const Tensor& src, const Tensor& dst) {
             OpProperty::DeviceToDevice);
   } else if (from.is_cpu()) {
     const auto& backend = ops::detail::backend_for(to);
-    if (!backend.needs_host_staging()) {
+    if (!backend.needs_host_staging() || TensorAccess::staged_for(src, to)) {
       push_op("copy_to", engine, to, Access().read(src).write(dst),
               [&backend, to, d, s, bytes](RunContext& ctx) { backend.upload(to, d, s, bytes, ctx.stream); },
               OpProperty::CopyToDevice);
@@ -105,7 +133,7 @@ void copy_between(const Tensor& src, const Tensor& dst) {
                 {.name = "copy_to", .device = to, .property = OpProperty::CopyToDevice});
   } else {
     const auto& backend = ops::detail::backend_for(from);
-    if (!backend.needs_host_staging()) {
+    if (!backend.needs_host_staging() || TensorAccess::staged_for(dst, from)) {
       push_op("copy_to", engine, from, Access().read(src).write(dst),
               [&backend, from, d, s, bytes](RunContext& ctx) { backend.download(from, d, s, bytes, ctx.stream); },
               OpProperty::CopyFromDevice);
@@ -127,11 +155,21 @@ void check_shape(const Shape& shape) {
   }
 }
 
+// An uninitialised CPU tensor to be copied to `device`: in its staging
+// memory where it has one, so that the copy needs no staging buffer.
+Tensor host_tensor_for(Engine& engine, Shape shape, DType dtype, Device device) {
+  check_shape(shape);
+  if (!device.is_cpu() && ops::detail::backend_for(device).needs_host_staging()) {
+    return TensorAccess::empty_staged(engine, std::move(shape), dtype, device);
+  }
+  return Tensor::empty(engine, std::move(shape), dtype, Device::cpu());
+}
+
 // A CPU tensor filled by `value(i)` in a CPU operation, copied to `device`.
 template <class ValueAt>
 Tensor generated(Engine& engine, Shape shape, DType dtype, Device device, const char* name,
                  ValueAt value) {
-  Tensor host = Tensor::empty(engine, std::move(shape), dtype, Device::cpu());
+  Tensor host = host_tensor_for(engine, std::move(shape), dtype, device);
   void* p = host.data();
   engine.push(
       [p, n = host.numel(), dtype, value](RunContext&) {
@@ -148,7 +186,7 @@ Tensor from_host_impl(Engine& engine, std::span<const T> values, Shape shape, De
     throw std::invalid_argument("Tensor::from_host: " + std::to_string(values.size()) +
                                 " values for shape " + shape_to_string(shape));
   }
-  Tensor host = Tensor::empty(engine, std::move(shape), dtype_of<T>(), Device::cpu());
+  Tensor host = host_tensor_for(engine, std::move(shape), dtype_of<T>(), device);
   // Nothing can touch a fresh variable yet, so the frontend may fill it directly.
   if (!values.empty()) std::memcpy(host.data(), values.data(), values.size_bytes());
   return device.is_cpu() ? host : host.copy_to(device);
@@ -234,7 +272,10 @@ Tensor Tensor::reshape(Shape shape) const {
 
 Tensor Tensor::copy_to(Device device) const {
   if (!defined()) throw std::invalid_argument("Tensor::copy_to: null tensor");
-  Tensor dst = empty(engine(), shape_, dtype_, device);
+  const bool staged = device.is_cpu() && !this->device().is_cpu() &&
+                      ops::detail::backend_for(this->device()).needs_host_staging();
+  Tensor dst = staged ? TensorAccess::empty_staged(engine(), shape_, dtype_, this->device())
+                      : empty(engine(), shape_, dtype_, device);
   copy_between(*this, dst);
   return dst;
 }

@@ -12,6 +12,9 @@ namespace depengine::detail {
 
 struct TensorStorage {
   TensorStorage(Engine& engine, Device device, std::size_t bytes);
+  /// CPU storage in the staging memory of `device`'s backend (pinned host
+  /// memory on CUDA), which that device copies to and from directly.
+  TensorStorage(Engine& engine, std::size_t bytes, Device staged_for);
   ~TensorStorage();
   TensorStorage(const TensorStorage&) = delete;
   TensorStorage& operator=(const TensorStorage&) = delete;
@@ -22,6 +25,8 @@ struct TensorStorage {
   std::size_t bytes;
   void* data;
   Var var;
+  /// Set for CPU storage in this backend's staging memory.
+  const ops::detail::Backend* staged_for = nullptr;
 };
 
 }  // namespace depengine::detail

@@ -49,6 +49,7 @@ using Shape = std::vector<std::int64_t>;
 
 namespace detail {
 struct TensorStorage;
+struct TensorAccess;
 }
 
 class Tensor {
@@ -97,8 +98,10 @@ class Tensor {
 
   /// The same storage and variable seen with another shape of equal size.
   Tensor reshape(Shape shape) const;
-  /// A new tensor on `device` holding a copy, pushed as a copy operation
-  /// (host-device copies go through pinned staging buffers on CUDA).
+  /// A new tensor on `device` holding a copy, pushed as a copy operation.
+  /// Copied from CUDA to the CPU, it lives in pinned host memory, which the
+  /// GPU copies to and from directly; other host memory goes through pinned
+  /// staging buffers.
   Tensor copy_to(Device device) const;
 
   /// Blocks until the writes pushed before have completed, then returns the
@@ -111,6 +114,7 @@ class Tensor {
   T item() const;
 
  private:
+  friend struct detail::TensorAccess;  // the ops library's view of the storage
   Tensor(std::shared_ptr<detail::TensorStorage> storage, Shape shape, DType dtype)
       : storage_(std::move(storage)), shape_(std::move(shape)), dtype_(dtype) {}
 
