@@ -35,6 +35,11 @@ target_link_libraries(depbench_core
   PUBLIC depengine nlohmann_json::nlohmann_json
   PRIVATE CLI11::CLI11 PkgConfig::OPENBLAS depengine_mlp)
 target_compile_options(depbench_core PRIVATE -Wall -Wextra)
+# Only to tell a build without CUDA from a machine without a GPU in
+# --device cuda's error; the scenarios reach the GPU through depengine's ops.
+if(DEPENGINE_CUDA_ENABLED)
+  target_compile_definitions(depbench_core PRIVATE DEPBENCH_CUDA_BUILT)
+endif()
 
 add_executable(depbench depbench/main.cpp)
 target_link_libraries(depbench PRIVATE depbench_core)

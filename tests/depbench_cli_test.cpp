@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include <depengine/cuda_memory.h>
 #include <depengine/profiler.h>
 #include <libxml/parser.h>
 #include <libxml/tree.h>
@@ -67,6 +68,7 @@ TEST(DepbenchCli, HelpDocumentsEveryFlag) {
     EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
   }
   for (const char* name : kScenarios) EXPECT_NE(r.out.find(name), std::string::npos) << name;
+  EXPECT_NE(r.out.find("{cpu,emulated,cuda}"), std::string::npos) << "--device's choices";
 }
 
 TEST(DepbenchCli, BadArgumentsFailWithAReason) {
@@ -91,6 +93,28 @@ TEST(DepbenchCli, RunsOnEmulatedDevices) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("device emulated"), std::string::npos);
   EXPECT_EQ(r.out.find("DIFFER"), std::string::npos);
+}
+
+// Without a GPU (or in a build without CUDA) --device cuda is refused
+// before anything runs, with the reason.
+TEST(DepbenchCli, CudaWithoutAGpuFailsWithAReason) {
+  if (depengine::cuda_device_count() > 0) GTEST_SKIP() << "this machine has a CUDA GPU";
+  const Command r = depbench("--scenario auto_parallel --device cuda --size 0.02 --repeat 1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--device cuda: "), std::string::npos) << r.err;
+  EXPECT_TRUE(r.err.find("no usable CUDA GPU") != std::string::npos ||
+              r.err.find("no CUDA support") != std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.out.find("scenario "), std::string::npos) << "ran anyway";
+}
+
+TEST(DepbenchCli, RunsOnCuda) {
+  if (depengine::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU on this machine (or a build without CUDA)";
+  const Command r = depbench("--device cuda --size 0.02 --repeat 1");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("device cuda"), std::string::npos);
+  EXPECT_NE(r.out.find("on the CPU whatever --device says: roofline, frontend_backend\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("DIFFER"), std::string::npos) << r.out;
 }
 
 TEST(DepbenchCli, TraceWithoutTheProfilerFailsWithAReason) {

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include <depengine/cuda_memory.h>
 #include <depengine/engine.h>
 #include <depengine/profiler.h>
 
@@ -88,6 +89,58 @@ TEST(Scenarios, DeviceScenariosOnEmulatedDevices) {
         if (op.name == "copy to host") EXPECT_NE(op.track.find("copy D2H stream"), std::string::npos);
       }
     }
+  }
+}
+
+// The device scenarios on GPU 0 (and GPU 1 where there is one): same results
+// bit for bit, each op on the stream its kind belongs on, and an ideal
+// speedup from the sync run's pushes.
+TEST(Scenarios, DeviceScenariosOnCuda) {
+  if (depengine::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU on this machine (or a build without CUDA)";
+  init_kernels();
+  Config config = tiny();
+  config.device = "cuda";
+  for (const auto& scenario : all_scenarios()) {
+    const std::string name = scenario->name();
+    if (!scenario->runs_on_device(config)) continue;
+    const depengine::TraceOptions trace{.label = name};
+    const ScenarioResult r = run_scenario(*scenario, config, &trace);
+    EXPECT_TRUE(r.results_equal) << name;
+    EXPECT_TRUE(std::isfinite(r.ideal_speedup)) << name;
+    EXPECT_GT(r.ideal_speedup, 0) << name;
+    if (!depengine::Profiler::available()) continue;  // no trace without the profiler's hooks
+    ASSERT_TRUE(r.trace.has_value());
+    bool on_gpu = false;
+    for (const auto& op : r.trace->ops) {
+      on_gpu = on_gpu || op.track.rfind("cuda:0 compute stream", 0) == 0;
+      if (op.name == "copy_to" && op.device == "cuda:0") {
+        // Device-placed copies: down on the D2H stream, up on the H2D one.
+        const bool on_copy_stream = op.track.find("copy D2H stream") != std::string::npos ||
+                                    op.track.find("copy H2D stream") != std::string::npos;
+        EXPECT_TRUE(on_copy_stream) << name << ": " << op.track;
+      }
+    }
+    EXPECT_TRUE(on_gpu) << name;
+    if (name == "overlap_copy_compute" || name == "data_loading") {
+      const char* stream = name == "overlap_copy_compute" ? "cuda:0 copy D2H stream" : "cuda:0 copy H2D stream";
+      int copies = 0;
+      for (const auto& op : r.trace->ops) copies += op.name == "copy_to" && op.track.rfind(stream, 0) == 0;
+      EXPECT_GE(copies, 12) << name << " on " << stream;
+    }
+  }
+}
+
+// What --device cannot move says so (the table lists it; the JSON says "cpu").
+TEST(Scenarios, CpuOnlyScenariosStayOnTheCpu) {
+  Config cuda = tiny(), emulated = tiny(), cpu = tiny();
+  cuda.device = "cuda";
+  emulated.device = "emulated";
+  for (const auto& scenario : all_scenarios()) {
+    const std::string name = scenario->name();
+    const bool measures_the_host = name == "roofline" || name == "frontend_backend";
+    EXPECT_EQ(scenario->runs_on_device(cuda), !measures_the_host) << name;
+    EXPECT_EQ(scenario->runs_on_device(emulated), !measures_the_host && name != "training_step") << name;
+    EXPECT_FALSE(scenario->runs_on_device(cpu)) << name;
   }
 }
 

@@ -4,8 +4,22 @@
 #include <sstream>
 
 #include <CLI/CLI.hpp>
+#include <depengine/cuda_memory.h>
 
 namespace depbench {
+namespace {
+
+// Why --device cuda cannot run here, or "" when it can.
+std::string cuda_unavailable_reason() {
+  if (depengine::cuda_device_count() > 0) return "";
+#ifdef DEPBENCH_CUDA_BUILT
+  return "no usable CUDA GPU here (none found, or no driver)";
+#else
+  return "this build has no CUDA support (configure with -DDEPENGINE_WITH_CUDA=ON and the CUDA toolkit)";
+#endif
+}
+
+}  // namespace
 
 std::variant<Options, int> parse_command_line(int argc, char** argv, std::ostream& out, std::ostream& err) {
   std::vector<std::string> names;
@@ -41,9 +55,9 @@ std::variant<Options, int> parse_command_line(int argc, char** argv, std::ostrea
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   app.add_option("--device", o.config.device,
-                 "Where device work runs: cpu (the CPU workers) or emulated (emulated devices: streams on host "
-                 "threads)")
-      ->check(CLI::IsMember({"cpu", "emulated"}))
+                 "Where device work runs: cpu (the CPU workers), emulated (emulated devices: streams on host "
+                 "threads) or cuda (GPU 0, and GPU 1 where a scenario wants two and the machine has it)")
+      ->check(CLI::IsMember({"cpu", "emulated", "cuda"}))
       ->capture_default_str();
   app.add_option("--json", o.json_path, "Write one JSON record per scenario and mode to FILE")->option_text("FILE");
   app.add_option("--report", o.report_path,
@@ -58,6 +72,13 @@ std::variant<Options, int> parse_command_line(int argc, char** argv, std::ostrea
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e, out, err);
+  }
+
+  if (o.config.device == "cuda") {
+    if (const std::string reason = cuda_unavailable_reason(); !reason.empty()) {
+      err << "depbench: --device cuda: " << reason << "\n";
+      return 2;
+    }
   }
 
   if (scenarios == "all") {

@@ -21,6 +21,7 @@ ScenarioResult run_scenario(const Scenario& scenario, const Config& config, cons
   r.name = scenario.name();
   r.description = scenario.description();
   r.ideal_formula = scenario.ideal_formula();
+  r.on_device = scenario.runs_on_device(config);
   std::vector<double> ideals;
   std::vector<std::uint64_t> digests;
   for (int i = 0; i < config.repeat; ++i) {

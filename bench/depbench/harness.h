@@ -28,6 +28,7 @@ struct ScenarioResult {
   // DEPENGINE_PROFILER_HOOKS=OFF does not have).
   double ideal_speedup = 0;
   bool results_equal = false;
+  bool on_device = false;  // Scenario::runs_on_device: false where --device changed nothing
   nlohmann::json details;
   std::optional<Trace> trace;  // one async run, when asked for
 };

@@ -50,7 +50,8 @@ std::string html_report(const std::vector<ScenarioResult>& results, const Config
          xml_escape(r.ideal_formula) + "\">" +
          (std::isfinite(r.ideal_speedup) ? fixed(r.ideal_speedup, 2) + "x" : std::string("n/a")) + "</td><td" +
          (r.results_equal ? ">equal" : " class=\"differ\">DIFFER") + "</td><td style=\"text-align:left\">" +
-         xml_escape(r.description) + "</td></tr>\n";
+         xml_escape(r.description) +
+         (config.device != "cpu" && !r.on_device ? " (on the CPU whatever the device)" : "") + "</td></tr>\n";
   }
   h += "</table>\n";
 

@@ -18,7 +18,7 @@ nlohmann::json json_records(const std::vector<ScenarioResult>& results, const Co
                             {"results_equal", r.results_equal},
                             {"size", config.size},
                             {"repeat", config.repeat},
-                            {"device", config.device},
+                            {"device", r.on_device ? config.device : "cpu"},
                             {"cpu_workers", cpu_workers()}};
       for (const auto& [key, value] : m.metrics) rec[key] = value;
       if (mode == Mode::sync && !r.details.is_null()) rec["ops"] = r.details;

@@ -23,8 +23,8 @@ struct Config {
   /// minutes on a 2-core machine; tests use ~0.02).
   double size = 1.0;
   int repeat = 5;
-  /// "cpu" or "emulated": where the device-placed work of auto_parallel and
-  /// overlap_copy_compute goes.
+  /// "cpu", "emulated" or "cuda": where the device-placed work of the
+  /// scenarios that have some goes (Scenario::runs_on_device).
   std::string device = "cpu";
 };
 
@@ -47,6 +47,9 @@ class Scenario {
   virtual std::string description() const = 0;
   /// How ideal_speedup is computed, in words.
   virtual std::string ideal_formula() const = 0;
+  /// Whether `config.device` places any of its work; false for a scenario
+  /// that runs on the CPU whatever --device says.
+  virtual bool runs_on_device(const Config& config) const = 0;
   /// Runs once. `trace`, when not null, asks for the engine to be profiled.
   virtual Outcome run(Mode mode, const Config& config, Trace* trace) const = 0;
 };

@@ -33,6 +33,13 @@ std::string summary_table(const std::vector<ScenarioResult>& results, const Conf
     out += format("%-22s %10.4f %10.4f %8.2fx %s  %s\n", r.name.c_str(), r.sync.seconds, r.async.seconds,
                   r.speedup, ideal.c_str(), r.results_equal ? "equal" : "DIFFER");
   }
+  std::string on_cpu;
+  for (const ScenarioResult& r : results) {
+    if (!r.on_device) on_cpu += (on_cpu.empty() ? "" : ", ") + r.name;
+  }
+  if (config.device != "cpu" && !on_cpu.empty()) {
+    out += format("\non the CPU whatever --device says: %s\n", on_cpu.c_str());
+  }
   for (const ScenarioResult& r : results) {
     if (r.name == "roofline" && r.details.is_array()) {
       out += format("\nroofline: peak %.1f GFLOP/s per worker, bandwidth %.1f GB/s, balance %.2f FLOP/byte\n",

@@ -1,8 +1,14 @@
 // auto_parallel: two independent chains of matrix products, on two devices
 // (d2l's "automatic parallelism"): with --device emulated, emulated:0 and
-// emulated:1; on the CPU, the engine's CPU workers. Sync runs one chain after the
-// other; async lets the engine run them at the same time, with nothing in
+// emulated:1; with --device cuda, cuda:0 and cuda:1 (or two compute streams
+// of cuda:0 on a one-GPU machine: the engine keeps each chain on one stream
+// and spreads independent chains over its streams), through cuBLAS by the
+// tensor ops; on the CPU, the engine's CPU workers. Sync runs one chain after
+// the other; async lets the engine run them at the same time, with nothing in
 // the program saying so but the variables they touch.
+
+#include <depengine/ops.h>
+#include <depengine/tensor.h>
 
 #include "bench/depbench/ideal.h"
 #include "bench/depbench/kernels.h"
@@ -19,10 +25,22 @@ class AutoParallel final : public Scenario {
     return "two independent chains of matrix products; sync: one after the other, async: at the same time";
   }
   std::string ideal_formula() const override { return "(chain A + chain B) / max(chain A, chain B)"; }
+  bool runs_on_device(const Config& config) const override { return config.device != "cpu"; }
 
   Outcome run(Mode mode, const Config& config, Trace* trace) const override {
     const int n = scaled_side(384, config.size);
     const int steps = 12;
+    Outcome out = on_cuda(config) ? run_on_gpus(mode, config, trace, n, steps)
+                                  : run_on_host(mode, config, trace, n, steps);
+    out.metrics["matrix_side"] = n;
+    out.metrics["products_per_chain"] = steps;
+    return out;
+  }
+
+ private:
+  // The chains as plain operations on host memory: on the CPU workers, or on
+  // the emulated devices (whose memory is host memory).
+  static Outcome run_on_host(Mode mode, const Config& config, Trace* trace, int n, int steps) {
     struct Chain {
       Floats x, y;
       depengine::Var var;
@@ -56,8 +74,58 @@ class AutoParallel final : public Scenario {
     }
     out.digest = digest(chains[1].x, digest(chains[0].x));
     if (mode == Mode::sync) out.ideal_speedup = times.ideal_speedup(cpu_workers());
-    out.metrics["matrix_side"] = n;
-    out.metrics["products_per_chain"] = steps;
+    return out;
+  }
+
+  // The chains as tensor ops on the GPUs: x <- x W, W uniform in
+  // [-sqrt(3/n), sqrt(3/n)) (variance 1/n), which keeps x's scale over the
+  // chain, so the compared results are not all zeros or overflows.
+  static Outcome run_on_gpus(Mode mode, const Config& config, Trace* trace, int n, int steps) {
+    namespace ops = depengine::ops;
+    using depengine::Tensor;
+    ask_cublas_for_reproducible_results();
+    const double bound = std::sqrt(3.0 / n);
+    const depengine::Shape shape = {n, n};
+    std::vector<float> results[2];
+    OpTimes times;
+    Outcome out;
+    {
+      RunEngine engine(engine_kind(mode), trace);
+      struct Chain {
+        Tensor x, y, w;
+        std::string resource;
+      };
+      Chain chains[2];
+      for (int c = 0; c < 2; ++c) {
+        const depengine::Device device = work_device(config, c);
+        chains[c].x = Tensor::uniform(*engine, shape, 1 + c, 0.0, 1.0, depengine::DType::float32, device);
+        chains[c].y = Tensor::empty(*engine, shape, depengine::DType::float32, device);
+        chains[c].w = Tensor::uniform(*engine, shape, 11 + c, -bound, bound, depengine::DType::float32, device);
+        chains[c].resource = resource_of(device, {});
+      }
+      if (work_device(config, 0) == work_device(config, 1)) {
+        // One GPU: each chain keeps a compute stream of its own.
+        chains[0].resource += " stream A";
+        chains[1].resource += " stream B";
+      }
+      engine->wait_all();  // inputs in place: only the products are timed
+      Stopwatch watch;
+      for (int s = 0; s < steps; ++s) {
+        for (Chain& chain : chains) {
+          // The naive engine returns from a push once the GPU has finished
+          // the op, so in sync mode the push is the op's time.
+          double* slot = mode == Mode::sync ? times.add({chain.x.var(), chain.w.var()}, {chain.y.var()}, chain.resource)
+                                            : nullptr;
+          timed(slot, [&] { ops::gemm(chain.x, chain.w, chain.y); });
+          std::swap(chain.x, chain.y);
+        }
+      }
+      engine->wait_all();
+      out.seconds = watch.seconds();
+      for (int c = 0; c < 2; ++c) results[c] = chains[c].x.to_host<float>();
+    }
+    out.digest = digest(results[1], digest(results[0]));
+    if (mode == Mode::sync) out.ideal_speedup = times.ideal_speedup(cpu_workers());
     return out;
   }
 };

@@ -4,18 +4,25 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <thread>
 
+#include <depengine/cuda_memory.h>
 #include <depengine/engine.h>
 
 #include "bench/depbench/scenario.h"
 
 namespace depbench {
 
+inline bool on_cuda(const Config& config) { return config.device == "cuda"; }
+
 /// Where the device work of a scenario goes: device `index` of --device
-/// (emulated:index), or the CPU.
+/// (emulated:index; cuda:index where the machine has that many GPUs, else a
+/// GPU shared with a lower index, whose compute streams the engine spreads
+/// independent work over), or the CPU.
 inline depengine::Device work_device(const Config& config, int index) {
+  if (on_cuda(config)) return depengine::Device::cuda(index % std::max(1, depengine::cuda_device_count()));
   return config.device == "emulated" ? depengine::Device::emulated(index) : depengine::Device::cpu();
 }
 
@@ -26,8 +33,22 @@ inline int emulated_devices(const Config& config, int count) { return config.dev
 /// `property` runs on.
 inline std::string resource_of(depengine::Device device, depengine::OpProperty property) {
   if (device.is_cpu()) return "cpu";
-  return device.to_string() + (property == depengine::OpProperty::CopyFromDevice ? " copy D2H" : " compute");
+  switch (property) {
+    case depengine::OpProperty::CopyFromDevice:
+      return device.to_string() + " copy D2H";
+    case depengine::OpProperty::CopyToDevice:
+      return device.to_string() + " copy H2D";
+    default:
+      return device.to_string() + " compute";
+  }
 }
+
+/// Call before a scenario's first cuBLAS call. The digests of the two modes
+/// are compared bit for bit, and cuBLAS guarantees the same bits for the same
+/// call only while one stream is active, unless each stream has its own
+/// workspace: this (documented) setting gives it that. Respects a value the
+/// user set.
+inline void ask_cublas_for_reproducible_results() { ::setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", 0); }
 
 inline depengine::EngineKind engine_kind(Mode mode) {
   return mode == Mode::sync ? depengine::EngineKind::Naive : depengine::EngineKind::Threaded;

@@ -44,6 +44,8 @@ class FrontendBackend final : public Scenario {
     return "many small ops on one variable; sync: a blocking wait after each op, async: one wait at the end";
   }
   std::string ideal_formula() const override { return "sync time / (ops * max(push cost, op cost))"; }
+  // It measures the engine's host-side costs: pushes and blocking calls.
+  bool runs_on_device(const Config&) const override { return false; }
 
   Outcome run(Mode mode, const Config& config, Trace* trace) const override {
     const int ops = scaled(20000, config.size, 10);

@@ -38,6 +38,8 @@ class Roofline final : public Scenario {
            "time, async: the probes at once";
   }
   std::string ideal_formula() const override { return "probes' time / max(longest probe, probes' time / workers)"; }
+  // It measures the CPU (its ops' peaks) or the engine's host-side costs.
+  bool runs_on_device(const Config&) const override { return false; }
 
   Outcome run(Mode mode, const Config& config, Trace* trace) const override {
     const std::int64_t small = scaled_side(512, config.size), large = scaled_side(1024, config.size);
