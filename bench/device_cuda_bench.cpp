@@ -4,6 +4,8 @@
 //                                     kernel as long as the copy, download
 //   launch_overhead/depengine|direct  chain of tiny kernels through the engine
 //                                     vs launched in a loop on one stream
+//   launch_overhead/empty             the same chain through the engine with
+//                                     no kernel: the engine's own cost
 //   launch_overhead/direct_events     the direct loop recording an event
 //                                     behind each kernel, as the engine does
 //                                     to learn of each op's completion
@@ -131,6 +133,17 @@ void launch_overhead_depengine(benchmark::State& state) {
   cuda_free(0, counter, sizeof(std::int64_t));
 }
 
+void launch_overhead_empty(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  Engine engine;
+  Var v = engine.new_var();
+  for (auto _ : state) {
+    for (int i = 0; i < kChain; ++i) engine.push([](RunContext&) {}, {}, {v}, {.device = kGpu});
+    engine.wait_to_read(v);
+  }
+  report(state, kChain);
+}
+
 void launch_overhead_direct(benchmark::State& state) {
   if (skip_without_gpu(state)) return;
   auto* counter = static_cast<std::int64_t*>(cuda_alloc(0, sizeof(std::int64_t)));
@@ -200,6 +213,7 @@ BENCHMARK_CAPTURE(overlap_copy_compute, sync, true)->Name("overlap_copy_compute/
 BENCHMARK_CAPTURE(overlap_copy_compute, async, false)->Name("overlap_copy_compute/async")->UseRealTime();
 BENCHMARK(launch_overhead_depengine)->Name("launch_overhead/depengine")->UseRealTime();
 BENCHMARK(launch_overhead_direct)->Name("launch_overhead/direct")->UseRealTime();
+BENCHMARK(launch_overhead_empty)->Name("launch_overhead/empty")->UseRealTime();
 BENCHMARK(launch_overhead_direct_events)->Name("launch_overhead/direct_events")->UseRealTime();
 BENCHMARK(multi_stream_one_stream)->Name("multi_stream/one_stream")->UseRealTime();
 BENCHMARK(multi_stream_depengine)->Name("multi_stream/depengine")->UseRealTime();

@@ -1,10 +1,37 @@
 #include "devices/cuda/completion_watcher.h"
 
+#include <chrono>
+
 #include "devices/cuda/cuda_check.h"
+#include "engine/cpu_relax.h"
 
 namespace depengine::detail {
 
 CompletionWatcher::CompletionWatcher(int device) : thread_(Complete{device}, kIdleSpin) {}
+
+namespace {
+
+// Returns once `event` was recorded, or no operation joined it for `quiet`,
+// or `most` has passed.
+void let_operations_join(const LazyEvent& event, std::chrono::nanoseconds quiet, std::chrono::nanoseconds most) {
+  const auto start = std::chrono::steady_clock::now();
+  auto last_join = start;
+  unsigned joined = event.joined();
+  // The clock is read every 32 rounds: it costs more than a round.
+  for (unsigned round = 1; !event.recorded(); ++round) {
+    cpu_relax();
+    if (round % 32 != 0) continue;
+    const auto now = std::chrono::steady_clock::now();
+    if (const unsigned n = event.joined(); n != joined) {
+      joined = n;
+      last_join = now;
+    } else if (now - last_join >= quiet || now - start >= most) {
+      return;
+    }
+  }
+}
+
+}  // namespace
 
 void CompletionWatcher::Complete::operator()(Watched& watched) const {
   // The watcher's first wait makes the device current on its thread.
@@ -16,6 +43,7 @@ void CompletionWatcher::Complete::operator()(Watched& watched) const {
   std::exception_ptr error = std::move(watched.error);
   if (watched.event) {
     try {
+      let_operations_join(*watched.event, kJoinQuiet, kJoinMost);
       watched.event->record(watched.op.name(), device);
       const cudaError_t code = cudaEventSynchronize(watched.event->get());
       if (code != cudaSuccess) {

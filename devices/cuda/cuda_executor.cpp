@@ -104,6 +104,7 @@ void CudaExecutor::launch(void* self_ptr, ReadyOp op) noexcept {
           stream.open_event = std::make_shared<LazyEvent>(self->events_->acquire(), stream.handle, stream.launch_mutex);
         }
         done = stream.open_event;
+        done->join();
       }
     } catch (...) {
       if (!error) error = std::current_exception();

@@ -32,6 +32,13 @@ class LazyEvent {
 
   /// Whether an operation launched now may join (launch mutex held).
   bool open() const { return !recorded_.load(std::memory_order_relaxed); }
+  /// Counts an operation that joined (launch mutex held).
+  void join() { joined_.store(joined_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
+
+  /// From any thread: how many operations joined so far; whether it was
+  /// recorded.
+  unsigned joined() const { return joined_.load(std::memory_order_relaxed); }
+  bool recorded() const { return recorded_.load(std::memory_order_acquire); }
 
   /// Records the event behind everything launched on the stream so far,
   /// unless that was done (launch mutex held).
@@ -61,6 +68,7 @@ class LazyEvent {
   cudaStream_t stream_;
   std::mutex& launch_mutex_;
   std::atomic<bool> recorded_{false};
+  std::atomic<unsigned> joined_{0};
   cudaError_t status_ = cudaSuccess;  // written before recorded_ is set
 };
 
