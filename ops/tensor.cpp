@@ -155,8 +155,8 @@ void check_shape(const Shape& shape) {
   }
 }
 
-// An uninitialised CPU tensor to be copied to `device`: in its staging
-// memory where it has one, so that the copy needs no staging buffer.
+// An uninitialised CPU tensor to be copied to or from `device`: in its
+// staging memory where it has one, so that the copy needs no staging buffer.
 Tensor host_tensor_for(Engine& engine, Shape shape, DType dtype, Device device) {
   check_shape(shape);
   if (!device.is_cpu() && ops::detail::backend_for(device).needs_host_staging()) {
@@ -272,10 +272,8 @@ Tensor Tensor::reshape(Shape shape) const {
 
 Tensor Tensor::copy_to(Device device) const {
   if (!defined()) throw std::invalid_argument("Tensor::copy_to: null tensor");
-  const bool staged = device.is_cpu() && !this->device().is_cpu() &&
-                      ops::detail::backend_for(this->device()).needs_host_staging();
-  Tensor dst = staged ? TensorAccess::empty_staged(engine(), shape_, dtype_, this->device())
-                      : empty(engine(), shape_, dtype_, device);
+  Tensor dst = device.is_cpu() ? host_tensor_for(engine(), shape_, dtype_, this->device())
+                                : empty(engine(), shape_, dtype_, device);
   copy_between(*this, dst);
   return dst;
 }

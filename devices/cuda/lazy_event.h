@@ -9,9 +9,9 @@
 // earlier work, the operations launched meanwhile share the next event, and
 // the launching thread records none.
 //
-// Thread safety: joining (open()) and record_locked() with the stream's
-// launch mutex held, which orders the record behind the work of every
-// operation that joined; record() and the getters from any thread. The
+// Thread safety: open() and join() with the stream's launch mutex held;
+// record() takes it, which orders the record behind the work of every
+// operation that joined; joined(), recorded() and get() from any thread. The
 // stream must outlive every call.
 
 #include <cuda_runtime_api.h>
@@ -41,19 +41,15 @@ class LazyEvent {
   bool recorded() const { return recorded_.load(std::memory_order_acquire); }
 
   /// Records the event behind everything launched on the stream so far,
-  /// unless that was done (launch mutex held).
-  void record_locked() {
-    if (recorded_.load(std::memory_order_relaxed)) return;
-    status_ = cudaEventRecord(event_.get(), stream_);
-    recorded_.store(true, std::memory_order_release);
-  }
-
-  /// record_locked() from any thread. Throws, naming operation `name` on
-  /// cuda:`device`, when the event could not be recorded.
+  /// unless that was done. Throws, naming operation `name` on cuda:`device`,
+  /// when the event could not be recorded.
   void record(std::string_view name, int device) {
     if (!recorded_.load(std::memory_order_acquire)) {
       std::lock_guard lock(launch_mutex_);
-      record_locked();
+      if (!recorded_.load(std::memory_order_relaxed)) {
+        status_ = cudaEventRecord(event_.get(), stream_);
+        recorded_.store(true, std::memory_order_release);
+      }
     }
     if (status_ != cudaSuccess) {
       std::rethrow_exception(cuda_error(status_, "cudaEventRecord for " + describe_op(name, device)));
