@@ -1,6 +1,7 @@
 # Device tests: the emulated device everywhere, the CUDA device where built
 # (its tests skip themselves on machines without a GPU).
 depengine_add_test(device_emulated_tests
+  device_batch_thread_test.cpp
   device_emulated_test.cpp
   device_emulated_random_test.cpp
   device_placement_test.cpp
