@@ -38,15 +38,22 @@ class AutoParallel final : public Scenario {
   }
 
  private:
+  // W uniform in [-sqrt(3/n), sqrt(3/n)) has variance 1/n, so x <- x W keeps
+  // x's scale over the chain: the compared results are neither zeros nor
+  // overflows, and no product runs on denormal numbers.
+  static float weight_bound(int n) { return static_cast<float>(std::sqrt(3.0 / n)); }
+
   // The chains as plain operations on host memory: on the CPU workers, or on
   // the emulated devices (whose memory is host memory).
   static Outcome run_on_host(Mode mode, const Config& config, Trace* trace, int n, int steps) {
     struct Chain {
-      Floats x, y;
+      Floats x, y, w;
       depengine::Var var;
     };
-    Chain chains[2] = {{uniform(std::size_t(n) * n, 1), Floats(std::size_t(n) * n), {}},
-                       {uniform(std::size_t(n) * n, 2), Floats(std::size_t(n) * n), {}}};
+    const std::size_t size = std::size_t(n) * n;
+    const float bound = weight_bound(n);
+    Chain chains[2] = {{uniform(size, 1), Floats(size), uniform(size, 11, -bound, bound), {}},
+                       {uniform(size, 2), Floats(size), uniform(size, 12, -bound, bound), {}}};
     OpTimes times;
     Outcome out;
     {
@@ -61,8 +68,7 @@ class AutoParallel final : public Scenario {
           double* slot = mode == Mode::sync ? times.add({}, {chain.var}, resource_of(device, {})) : nullptr;
           engine->push([&chain, n, slot](depengine::RunContext&) {
                          timed(slot, [&] {
-                           // x <- x * x / n keeps the values bounded.
-                           gemm(chain.x.data(), chain.x.data(), chain.y.data(), n, n, n, 1.0f / static_cast<float>(n));
+                           gemm(chain.x.data(), chain.w.data(), chain.y.data(), n, n, n);
                            chain.x.swap(chain.y);
                          });
                        },
@@ -77,14 +83,12 @@ class AutoParallel final : public Scenario {
     return out;
   }
 
-  // The chains as tensor ops on the GPUs: x <- x W, W uniform in
-  // [-sqrt(3/n), sqrt(3/n)) (variance 1/n), which keeps x's scale over the
-  // chain, so the compared results are not all zeros or overflows.
+  // The chains as tensor ops on the GPUs, x <- x W as on the host.
   static Outcome run_on_gpus(Mode mode, const Config& config, Trace* trace, int n, int steps) {
     namespace ops = depengine::ops;
     using depengine::Tensor;
     ask_cublas_for_reproducible_results();
-    const double bound = std::sqrt(3.0 / n);
+    const double bound = weight_bound(n);
     const depengine::Shape shape = {n, n};
     std::vector<float> results[2];
     OpTimes times;
