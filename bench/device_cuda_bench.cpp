@@ -144,32 +144,20 @@ void launch_overhead_empty(benchmark::State& state) {
   report(state, kChain);
 }
 
-void launch_overhead_direct(benchmark::State& state) {
+// The same chain launched in a loop on one stream; with `record_events`, an
+// event recorded behind each kernel: the floor of an engine that tracks each
+// op's completion with an event.
+void launch_overhead_direct(benchmark::State& state, bool record_events) {
   if (skip_without_gpu(state)) return;
   auto* counter = static_cast<std::int64_t*>(cuda_alloc(0, sizeof(std::int64_t)));
   cudaStream_t stream;
   cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
-  for (auto _ : state) {
-    for (int i = 0; i < kChain; ++i) samples::launch_step(counter, i, stream);
-    cudaStreamSynchronize(stream);
-  }
-  report(state, kChain);
-  cudaStreamDestroy(stream);
-  cuda_free(0, counter, sizeof(std::int64_t));
-}
-
-// The floor of an engine that tracks each op's completion with an event.
-void launch_overhead_direct_events(benchmark::State& state) {
-  if (skip_without_gpu(state)) return;
-  auto* counter = static_cast<std::int64_t*>(cuda_alloc(0, sizeof(std::int64_t)));
-  cudaStream_t stream;
-  cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
-  std::vector<cudaEvent_t> events(64);
+  std::vector<cudaEvent_t> events(record_events ? 64 : 0);
   for (cudaEvent_t& e : events) cudaEventCreateWithFlags(&e, cudaEventDisableTiming | cudaEventBlockingSync);
   for (auto _ : state) {
     for (int i = 0; i < kChain; ++i) {
       samples::launch_step(counter, i, stream);
-      cudaEventRecord(events[i % events.size()], stream);
+      if (record_events) cudaEventRecord(events[i % events.size()], stream);
     }
     cudaStreamSynchronize(stream);
   }
@@ -212,9 +200,9 @@ void multi_stream_depengine(benchmark::State& state) {
 BENCHMARK_CAPTURE(overlap_copy_compute, sync, true)->Name("overlap_copy_compute/sync")->UseRealTime();
 BENCHMARK_CAPTURE(overlap_copy_compute, async, false)->Name("overlap_copy_compute/async")->UseRealTime();
 BENCHMARK(launch_overhead_depengine)->Name("launch_overhead/depengine")->UseRealTime();
-BENCHMARK(launch_overhead_direct)->Name("launch_overhead/direct")->UseRealTime();
+BENCHMARK_CAPTURE(launch_overhead_direct, plain, false)->Name("launch_overhead/direct")->UseRealTime();
 BENCHMARK(launch_overhead_empty)->Name("launch_overhead/empty")->UseRealTime();
-BENCHMARK(launch_overhead_direct_events)->Name("launch_overhead/direct_events")->UseRealTime();
+BENCHMARK_CAPTURE(launch_overhead_direct, events, true)->Name("launch_overhead/direct_events")->UseRealTime();
 BENCHMARK(multi_stream_one_stream)->Name("multi_stream/one_stream")->UseRealTime();
 BENCHMARK(multi_stream_depengine)->Name("multi_stream/depengine")->UseRealTime();
 

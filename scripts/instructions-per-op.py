@@ -5,9 +5,9 @@ Wall times on a shared VM move by 2x from run to run; instruction counts do
 not. This runs one core_bench workload under callgrind twice, briefly and at
 length, counting only inside Engine::push (the frontend's side of an op),
 EngineCore::invoke (running it) and ThreadedEngine::complete_and_continue
-(completing it and picking the next),
-and prints the difference divided by the difference in calls: the steady
-state per op, without the first iteration's allocations.
+(completing it and picking the next), and prints the difference divided by
+the difference in calls: the steady state per op, without the first
+iteration's allocations.
 
     scripts/instructions-per-op.py [--binary build/bench/core_bench]
         [--benchmark chain/depengine/1]

@@ -100,7 +100,7 @@ void CudaExecutor::launch(void* self_ptr, ReadyOp op) noexcept {
         // Joined even after a failure: the work enqueued before it may
         // still run, and the completion (which lets deletion free buffers)
         // must wait for it.
-        if (!stream.open_event || !stream.open_event->open()) {
+        if (!stream.open_event || stream.open_event->recorded()) {
           stream.open_event = std::make_shared<LazyEvent>(self->events_->acquire(), stream.handle, stream.launch_mutex);
         }
         done = stream.open_event;

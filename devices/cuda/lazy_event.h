@@ -9,9 +9,10 @@
 // earlier work, the operations launched meanwhile share the next event, and
 // the launching thread records none.
 //
-// Thread safety: open() and join() with the stream's launch mutex held;
-// record() takes it, which orders the record behind the work of every
-// operation that joined; joined(), recorded() and get() from any thread. The
+// Thread safety: join() with the stream's launch mutex held, and only while
+// not recorded(); record() takes it, which orders the record behind the work
+// of every operation that joined; joined(), recorded() and get() from any
+// thread. The
 // stream must outlive every call.
 
 #include <cuda_runtime_api.h>
@@ -30,8 +31,6 @@ class LazyEvent {
   LazyEvent(std::shared_ptr<CUevent_st> event, cudaStream_t stream, std::mutex& launch_mutex)
       : event_(std::move(event)), stream_(stream), launch_mutex_(launch_mutex) {}
 
-  /// Whether an operation launched now may join (launch mutex held).
-  bool open() const { return !recorded_.load(std::memory_order_relaxed); }
   /// Counts an operation that joined (launch mutex held).
   void join() { joined_.store(joined_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
 
