@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <future>
 #include <stdexcept>
 #include <string>
@@ -169,6 +170,7 @@ TEST_P(Errors, AsyncCompletionCalledTwiceThrows) {
   Engine engine(options());
   Var a = engine.new_var("a");
   std::atomic<int> second_threw{0};
+  std::promise<void> returned;
   engine.push_async([&](RunContext&, Completion done) {
     done();
     try {
@@ -176,8 +178,12 @@ TEST_P(Errors, AsyncCompletionCalledTwiceThrows) {
     } catch (const std::logic_error&) {
       second_threw.fetch_add(1);
     }
+    returned.set_value();
   }, {}, {a});
   engine.wait_all();
+  // The first call completed the op, so wait_all may return while the
+  // function is still making its second call.
+  ASSERT_EQ(returned.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
   EXPECT_EQ(second_threw.load(), 1);
 }
 
