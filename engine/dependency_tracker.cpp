@@ -58,6 +58,11 @@ void take_input_error(VarState& var, Entry& entry) {
 // settles itself, can be granted).
 void grant_ready_entries(VarState& var, ReadyList* ready) {
   while (Entry* entry = var.first_ungranted) {
+    // While an active write has not been launched, nothing more can start:
+    // known from this line alone, without the next entry's line and its
+    // op's, which the pushing thread wrote on another core (a chain's
+    // completion would otherwise miss on both to learn it).
+    if (var.active_writes != var.active_launched_writes) return;
     if (!try_grant(var, *entry)) return;
     // `failed` mirrors `error` under the lock and shares the hot line.
     if (var.failed.load(std::memory_order_relaxed)) [[unlikely]] take_input_error(var, *entry);
@@ -84,6 +89,19 @@ bool append(VarState& var, Entry& entry) {
   var.first_ungranted = &entry;
   grant_ready_entries(var, nullptr);
   return var.first_ungranted == nullptr;
+}
+
+void splice(VarState& var, Entry& first, Entry& last, ReadyList& ready) {
+  first.prev = var.tail;
+  if (var.tail) {
+    var.tail->set_next(&first);
+  } else {
+    var.head = &first;
+  }
+  var.tail = &last;
+  if (var.first_ungranted != nullptr) return;
+  var.first_ungranted = &first;
+  grant_ready_entries(var, &ready);
 }
 
 void mark_launched(VarState& var, Entry& entry, ReadyList& ready) {

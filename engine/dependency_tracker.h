@@ -44,7 +44,8 @@ class OpStack {
   }
 
  private:
-  static constexpr std::size_t kInline = 16;
+  // A batch of pushes (PushBuffer) grants up to its size at once.
+  static constexpr std::size_t kInline = 32;
   OpBlock* inline_[kInline];
   std::size_t size_ = 0;
   std::vector<OpBlock*> overflow_;
@@ -98,6 +99,11 @@ namespace dependency {
 /// and its op's pending count is left to the caller (see OpBlock::pending):
 /// nothing is added to `ready`.
 bool append(VarState& var, Entry& entry);
+
+/// Appends the entries `first` .. `last`, already linked to one another
+/// through prev / next in push order, at the tail of the variable's queue,
+/// and grants those that can start (their ops go to `ready`).
+void splice(VarState& var, Entry& first, Entry& last, ReadyList& ready);
 
 /// The entry's work has been enqueued on a stream; its op's launch_fence is set.
 void mark_launched(VarState& var, Entry& entry, ReadyList& ready);

@@ -54,6 +54,10 @@ class EngineCore {
   }
   /// For the CPU executor: a worker found no ready CPU work.
   virtual void on_cpu_idle() {}
+  /// For the CPU executor: a worker that found no work for a while stopped
+  /// counting as active. Returns whether the engine gave it new work
+  /// (pushes it had held back), in which case it looks again.
+  virtual bool on_cpu_retiring() { return false; }
   std::exception_ptr invoke(detail::OpBlock* op, RunContext& ctx);
   /// Completes an async op if `ticket` is still current; a stale ticket
   /// throws std::logic_error, or is ignored when `quiet`.

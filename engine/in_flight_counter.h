@@ -6,7 +6,9 @@
 // Exactness: reading every completion stripe first and every push stripe
 // second, equal sums mean the engine was idle at the moment between the two
 // passes (each counter only grows, and an operation's push is counted before
-// it can complete).
+// it can complete). Pushes may also be counted elsewhere (a PushBuffer
+// counts its own, without an atomic read-modify-write), under the same
+// rules: the caller passes what reads those counts.
 
 #include <array>
 #include <atomic>
@@ -20,11 +22,14 @@ class InFlightCounter {
   void add_completed() { stripe().completed.fetch_add(1, std::memory_order_seq_cst); }
 
   /// Operations in flight; 0 means the engine was idle at some instant
-  /// during the call.
-  std::int64_t in_flight() const {
+  /// during the call. `pushed_elsewhere()` returns the pushes counted
+  /// outside this counter.
+  template <typename PushedElsewhere>
+  std::int64_t in_flight(PushedElsewhere&& pushed_elsewhere) const {
     std::int64_t completed = 0, pushed = 0;
     for (const Stripe& s : stripes_) completed += s.completed.load(std::memory_order_seq_cst);
     for (const Stripe& s : stripes_) pushed += s.pushed.load(std::memory_order_seq_cst);
+    pushed += static_cast<std::int64_t>(pushed_elsewhere());
     return pushed - completed;
   }
 

@@ -46,11 +46,18 @@ struct alignas(64) Entry {
   /// here, it survives a blocking call that reports and clears the variable's
   /// error before an early-granted op gets to check it.
   std::exception_ptr error;
+  // The successor's op, kept with `next` so that a worker can prefetch it
+  // from this line, an op ahead, without touching the successor's line.
+  OpBlock* next_op = nullptr;
 
-  void set_next(Entry* entry) { std::atomic_ref<Entry*>(next).store(entry, std::memory_order_relaxed); }
-  /// The successor, read without the variable's lock: a hint for prefetching
-  /// only, which may be stale by the time the lock is taken.
+  void set_next(Entry* entry) {
+    std::atomic_ref<Entry*>(next).store(entry, std::memory_order_relaxed);
+    std::atomic_ref<OpBlock*>(next_op).store(entry ? entry->op : nullptr, std::memory_order_relaxed);
+  }
+  /// The successor and its op, read without the variable's lock: hints for
+  /// prefetching only, which may be stale by the time the lock is taken.
   Entry* peek_next() { return std::atomic_ref<Entry*>(next).load(std::memory_order_relaxed); }
+  OpBlock* peek_next_op() { return std::atomic_ref<OpBlock*>(next_op).load(std::memory_order_relaxed); }
 };
 
 enum class OpKind : std::uint8_t {
@@ -174,6 +181,17 @@ inline void prefetch_entries(const OpBlock* op) {
 inline void prefetch_vars(const OpBlock* op) {
   const std::size_t n = std::min(op->entries.size(), kPrefetchedEntries);
   for (std::size_t i = 0; i < n; ++i) prefetch_for_write(op->entries[i].var);
+}
+
+/// For an op about to run: the entries queued behind its first entries, and
+/// their ops, which its completion grants and the worker may run next.
+inline void prefetch_successors(OpBlock* op) {
+  const std::size_t n = std::min(op->entries.size(), kPrefetchedEntries);
+  for (std::size_t i = 0; i < n; ++i) {
+    Entry& e = op->entries[i];
+    if (Entry* next = e.peek_next()) prefetch_for_write(next);
+    if (OpBlock* next_op = e.peek_next_op()) prefetch_block(next_op);
+  }
 }
 
 /// For a block about to be reused: its entries' storage, which the thread

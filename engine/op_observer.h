@@ -10,7 +10,7 @@ namespace depengine::detail {
 class OpObserver {
  public:
   virtual ~OpObserver() = default;
-  /// On the pushing thread, after the op is registered.
+  /// On the pushing thread, once the op is accepted and before it can start.
   virtual void on_push(const OpBlock& op) = 0;
   /// Around the op's function, on the thread that runs it.
   virtual void on_start(const OpBlock& op, const RunContext& ctx) = 0;

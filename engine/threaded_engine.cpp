@@ -1,7 +1,15 @@
-// ThreadedEngine: the asynchronous engine. Pushes register their entries in
-// the variables' version queues right away (holding every touched
-// variable's lock, in address order, so pushes from several threads
-// serialise consistently); ready operations go to their device's executor.
+// ThreadedEngine: the asynchronous engine. A push of a CPU operation goes to
+// the pushing thread's PushBuffer, whose batches are registered in the
+// variables' version queues (holding every touched variable's lock, in
+// address order, so registrations from several threads serialise
+// consistently); other pushes register at once. Ready operations go to
+// their device's executor.
+//
+// When a batch is flushed (the policy): when it is full; at once while no
+// CPU worker is active (nothing would run it sooner by waiting); when its
+// thread blocks (wait_*, back-pressure) or, on a worker, completes an
+// operation; when another thread pushes onto a variable it holds; when a
+// worker runs out of work; and at the latest after the FlushTimer's bound.
 
 #include <algorithm>
 #include <atomic>
@@ -10,8 +18,10 @@
 #include "devices/cpu/cpu_executor.h"
 #include "engine/dependency_tracker.h"
 #include "engine/engine_core.h"
+#include "engine/flush_timer.h"
 #include "engine/in_flight_counter.h"
 #include "engine/op_pool.h"
+#include "engine/push_buffers.h"
 #include "engine/wait_signal.h"
 
 namespace depengine {
@@ -19,6 +29,7 @@ namespace depengine {
 using detail::Entry;
 using detail::OpBlock;
 using detail::OpKind;
+using detail::PushBuffer;
 using detail::ReadyList;
 
 namespace {
@@ -39,19 +50,26 @@ bool count_down(std::int64_t& countdown, std::size_t interval) {
   return true;
 }
 
+// How long an operation may wait in a PushBuffer that nothing else flushes
+// (between one and two periods).
+constexpr auto kFlushPeriod = std::chrono::microseconds(200);
+
 }  // namespace
 
 class ThreadedEngine final : public EngineCore {
  public:
   explicit ThreadedEngine(const EngineOptions& options)
       : EngineCore(options),
-        check_interval_(std::clamp<std::size_t>(options.max_ops_in_flight / 8, 1, 64)) {
+        check_interval_(std::clamp<std::size_t>(options.max_ops_in_flight / 8, 1, 64)),
+        buffers_(vars_.engine_id()),
+        flush_timer_(kFlushPeriod, [this] { return flush_stale(); }) {
     auto cpu = std::make_unique<detail::CpuExecutor>(*this, resolve_threads(options.cpu_threads));
     cpu_ = cpu.get();
     add_device(Device::cpu(), std::move(cpu));
   }
 
   ~ThreadedEngine() override {
+    flush_all();
     if (cpu_->help()) wake_waiters();
     wait_until_in_flight_at_most(0, waiters_);
     // A device or completion thread may still be inside on_completed, just
@@ -66,6 +84,7 @@ class ThreadedEngine final : public EngineCore {
     check_blocking_allowed("wait_all");
     detail::OpObserver* obs = observer();
     if (obs) [[unlikely]] obs->on_block_begin("wait_all");
+    flush_all();
     // This thread would only sleep: it runs queued CPU ops meanwhile (the
     // last ones it completes may be what other waiters wait for).
     if (cpu_->help()) wake_waiters();
@@ -94,6 +113,8 @@ class ThreadedEngine final : public EngineCore {
   }
 
   OpBlock* complete_and_continue(OpBlock* op, std::exception_ptr error) override {
+    // What the op pushed waits for nothing more on this thread.
+    if (PushBuffer* own = buffers_.mine_if_cached()) flush(*own);
     ReadyList ready;
     finish(op, std::move(error), ready);
     OpBlock* next = nullptr;
@@ -103,10 +124,47 @@ class ThreadedEngine final : public EngineCore {
 
   void on_cpu_idle() override { wake_waiters(); }
 
+  bool on_cpu_retiring() override { return flush_all() != 0; }
+
  protected:
   void submit(OpBlock* op) override {
     if (count_down(t_pushes_to_check, check_interval_) && !in_operation()) apply_back_pressure();
-    counter_.add_pushed();
+    if (detail::OpObserver* obs = observer()) [[unlikely]] obs->on_push(*op);
+    const bool batched = (op->kind == OpKind::Sync || op->kind == OpKind::Async) && op->device.is_cpu() &&
+                         !op->entries.empty();
+    PushBuffer* buffer = batched ? buffers_.mine() : nullptr;
+    if (buffer == nullptr) {
+      counter_.add_pushed();
+      register_now(op, nullptr);
+      return;
+    }
+    buffer->lock();
+    if (!buffer->claim(*op)) {
+      buffer->unlock();
+      counter_.add_pushed();
+      register_now(op, buffer);
+      return;
+    }
+    const bool was_empty = buffer->empty();
+    buffer->add(op);
+    if (buffer->full() || cpu_->idle()) {
+      flush_locked(*buffer);
+      return;
+    }
+    buffer->unlock();
+    if (was_empty) flush_timer_.arm();
+  }
+
+ private:
+  // Registers `op` in its variables' queues now, after the buffered ops its
+  // variables may wait behind: the caller's own (`own`, program order) and
+  // those of the buffers holding the variables' claims.
+  void register_now(OpBlock* op, PushBuffer* own) {
+    if (own) flush(*own);
+    for (Entry& e : op->entries) {
+      PushBuffer* holder = e.var->claim.load(std::memory_order_acquire);
+      if (holder != nullptr && holder != own) flush(*holder);
+    }
     const int entries = static_cast<int>(op->entries.size());
     op->pending.store(entries + 1, std::memory_order_relaxed);
     ReadyList ready;
@@ -115,7 +173,6 @@ class ThreadedEngine final : public EngineCore {
     for (Entry& e : op->entries) e.var->lock.lock();
     for (Entry& e : op->entries) granted += detail::dependency::append(*e.var, e);
     for (Entry& e : op->entries) e.var->lock.unlock();
-    if (detail::OpObserver* obs = observer()) [[unlikely]] obs->on_push(*op);
     // Grants made here are settled in one step, or in none when every entry
     // was granted (then no other thread can count this op down).
     if (granted == entries || op->pending.fetch_sub(granted + 1, std::memory_order_acq_rel) == granted + 1) {
@@ -124,7 +181,43 @@ class ThreadedEngine final : public EngineCore {
     dispatch(ready, nullptr);
   }
 
- private:
+  // Flushes `buffer` (its lock held by the caller; released here) and
+  // dispatches what became ready. Returns how many ops were flushed.
+  std::size_t flush_locked(PushBuffer& buffer) {
+    ReadyList ready;
+    const std::size_t flushed = buffer.flush(ready);
+    buffer.unlock();
+    dispatch(ready, nullptr);
+    return flushed;
+  }
+
+  std::size_t flush(PushBuffer& buffer) {
+    buffer.lock();
+    return flush_locked(buffer);
+  }
+
+  std::size_t flush_all() {
+    std::size_t flushed = 0;
+    buffers_.for_each([&](PushBuffer& buffer) { flushed += flush(buffer); });
+    return flushed;
+  }
+
+  // The FlushTimer's tick: flushes the buffers that held ops since the
+  // previous tick without being flushed; returns whether any holds ops.
+  bool flush_stale() {
+    bool pending = false;
+    buffers_.for_each([&](PushBuffer& buffer) {
+      buffer.lock();
+      if (buffer.stale()) {
+        flush_locked(buffer);
+        return;
+      }
+      pending = pending || !buffer.empty();
+      buffer.unlock();
+    });
+    return pending;
+  }
+
   // Runs or hands over every op in `ready` (and those they make ready).
   // With `inline_slot`, the first plain CPU op is left there for the caller.
   void dispatch(ReadyList& ready, OpBlock** inline_slot) {
@@ -234,9 +327,18 @@ class ThreadedEngine final : public EngineCore {
     epoch_.notify_all();
   }
 
+  std::int64_t in_flight() const {
+    return counter_.in_flight([this] {
+      std::uint64_t pushed = 0;
+      buffers_.for_each([&](const PushBuffer& buffer) { pushed += buffer.pushed(); });
+      return pushed;
+    });
+  }
+
   void apply_back_pressure() {
     const auto bound = static_cast<std::int64_t>(options_.max_ops_in_flight);
-    if (counter_.in_flight() <= bound) return;
+    if (in_flight() <= bound) return;
+    if (PushBuffer* own = buffers_.mine_if_cached()) flush(*own);  // they may be what we wait for
     wait_until_in_flight_at_most(bound - bound / 4, bp_waiters_);
   }
 
@@ -244,7 +346,7 @@ class ThreadedEngine final : public EngineCore {
     waiter_count.fetch_add(1, std::memory_order_seq_cst);
     for (;;) {
       const std::uint32_t epoch = epoch_.load(std::memory_order_seq_cst);
-      if (counter_.in_flight() <= limit) break;
+      if (in_flight() <= limit) break;
       epoch_.wait(epoch, std::memory_order_seq_cst);
     }
     waiter_count.fetch_sub(1, std::memory_order_relaxed);
@@ -265,6 +367,8 @@ class ThreadedEngine final : public EngineCore {
   std::atomic<std::uint32_t> epoch_{0};
   std::atomic<int> waiters_{0};     // in wait_all or the destructor
   std::atomic<int> bp_waiters_{0};  // in back-pressure
+  detail::PushBuffers buffers_;
+  detail::FlushTimer flush_timer_;  // after buffers_: stops before they go
 };
 
 std::unique_ptr<EngineCore> make_threaded_engine(const EngineOptions& options) {

@@ -14,11 +14,14 @@
 
 namespace depengine::detail {
 
-// Two lines. The first holds everything a CPU op's push and completion touch
-// under the lock: neighbouring variables never share a line, and a push and a
-// completion on another core exchange one line. The second is read-mostly:
-// the frontend's lookup (find() reads the generation on every push) hits its
-// own cache instead of waiting for the line a worker holds to take the lock.
+class PushBuffer;
+
+// Two lines. The first holds everything a CPU op's registration and
+// completion touch under the lock: neighbouring variables never share a line,
+// and a registration and a completion on another core exchange one line. The
+// second is the frontends' own: the lookup (find() reads the generation on
+// every push) and the batching of pushes hit their own cache instead of
+// waiting for the line a worker holds to take the lock.
 struct alignas(64) VarState {
   SpinLock lock;
   // Error: set by a failed write, cleared by the blocking call that reports it.
@@ -36,12 +39,16 @@ struct alignas(64) VarState {
   Entry* tail = nullptr;
   Entry* first_ungranted = nullptr;
   Device launch_device;  // where the launched active entries run, unless mixed
+  std::exception_ptr error;  // written only when a write fails
 
   // Identity, owned by VarTable.
   alignas(64) std::atomic<std::uint32_t> generation{1};
   std::atomic<bool> delete_pushed{false};
   std::uint32_t slot = 0;
-  std::exception_ptr error;  // guarded by lock; written only when a write fails
+  // Batched pushes (PushBuffer): the buffer that may hold operations on this
+  // variable not yet in its queue, and the last such entry. Frontends only.
+  std::atomic<PushBuffer*> claim{nullptr};
+  Entry* batch_tail = nullptr;  // guarded by the claiming buffer's lock
   std::string name;
 };
 

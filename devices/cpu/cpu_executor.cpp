@@ -104,8 +104,10 @@ void CpuExecutor::worker_loop() {
     }
     if (count == 0) {
       active_.fetch_sub(1, std::memory_order_seq_cst);
-      // A submit that saw us active did not start a worker: look once more.
-      if (!queue_.queued_after_retiring()) break;
+      // A submit that saw us active did not start a worker, and a push that
+      // saw us active held its op back: look once more.
+      const bool released = engine_.on_cpu_retiring();
+      if (!queue_.queued_after_retiring() && !released) break;
       int active = active_.load(std::memory_order_seq_cst);
       bool rejoined = false;
       while (active < threads_ && !rejoined) {
@@ -152,6 +154,8 @@ void CpuExecutor::run_batch(OpBlock** batch, std::size_t count) {
 
 void CpuExecutor::run_chain(OpBlock* op) {
   while (op != nullptr) {
+    // What its completion will touch arrives while it runs.
+    prefetch_successors(op);
     RunContext ctx{.device = Device::cpu(), .property = op->property, .name = op->name_view()};
     // The engine's own calls, not ReadyOp's: this is every CPU op's path.
     const bool async = op->kind == OpKind::Async;

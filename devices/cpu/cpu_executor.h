@@ -42,6 +42,8 @@ class CpuExecutor final : public Executor {
   bool help();
 
   int threads() const { return threads_; }
+  /// True when no worker is active: a submit would have to start one.
+  bool idle() const { return active_.load(std::memory_order_seq_cst) == 0; }
   /// True on a worker thread of this executor.
   bool on_worker_thread() const;
 

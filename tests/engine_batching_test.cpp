@@ -1,0 +1,229 @@
+// Batched pushes: the PushBuffer mechanism on its own, and the guarantees the
+// threaded engine keeps while it holds pushes back (a held push still runs
+// without a further call, and a push that returned is ordered before any
+// push that starts after it, from whichever thread).
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <semaphore>
+#include <thread>
+#include <vector>
+
+#include <depengine/engine.h>
+
+#include "engine/dependency_tracker.h"
+#include "engine/push_buffer.h"
+
+namespace depengine {
+namespace {
+
+using detail::Entry;
+using detail::OpBlock;
+using detail::PushBuffer;
+using detail::ReadyList;
+using detail::VarState;
+
+// ---------------------------------------------------------------- mechanism
+
+// An op touching `vars` (sorted by address, as make_op leaves them).
+std::unique_ptr<OpBlock> make_op(std::vector<VarState*> vars, bool write) {
+  auto op = std::make_unique<OpBlock>();
+  std::sort(vars.begin(), vars.end());
+  for (VarState* var : vars) {
+    Entry& e = op->entries.emplace_back();
+    e.var = var;
+    e.write = write;
+  }
+  for (Entry& e : op->entries) e.op = op.get();
+  return op;
+}
+
+std::vector<OpBlock*> drain(ReadyList& ready) {
+  std::vector<OpBlock*> ops;
+  while (!ready.empty()) ops.push_back(ready.pop());
+  return ops;
+}
+
+TEST(PushBuffer, AVariableIsClaimedByOneBufferAtATime) {
+  VarState v, w;
+  PushBuffer a, b;
+  auto on_v = make_op({&v}, true);
+  auto on_w = make_op({&w}, true);
+  auto on_both = make_op({&v, &w}, true);
+  EXPECT_TRUE(a.claim(*on_v));
+  EXPECT_TRUE(a.claim(*on_v));  // again: it holds it
+  EXPECT_FALSE(b.claim(*on_v));
+  EXPECT_TRUE(b.claim(*on_w));
+  EXPECT_FALSE(a.claim(*on_both));
+  EXPECT_FALSE(b.claim(*on_both));
+  EXPECT_EQ(v.claim.load(), &a);
+  EXPECT_EQ(w.claim.load(), &b);
+}
+
+TEST(PushBuffer, FlushQueuesTheBatchInPushOrderAndGrantsWhatCanStart) {
+  VarState v, w;
+  PushBuffer buffer;
+  auto write_v = make_op({&v}, true);
+  auto read_v = make_op({&v}, false);
+  auto write_vw = make_op({&v, &w}, true);
+  auto read_w = make_op({&w}, false);
+  for (OpBlock* op : {write_v.get(), read_v.get(), write_vw.get(), read_w.get()}) {
+    ASSERT_TRUE(buffer.claim(*op));
+    buffer.add(op);
+  }
+  EXPECT_EQ(v.head, nullptr) << "nothing is queued before the flush";
+
+  ReadyList ready;
+  EXPECT_EQ(buffer.flush(ready), 4u);
+  EXPECT_TRUE(buffer.empty());
+  EXPECT_EQ(drain(ready), std::vector<OpBlock*>{write_v.get()});
+  std::vector<OpBlock*> queue_v;
+  for (Entry* e = v.head; e != nullptr; e = e->next) queue_v.push_back(e->op);
+  EXPECT_EQ(queue_v, (std::vector<OpBlock*>{write_v.get(), read_v.get(), write_vw.get()}));
+  EXPECT_EQ(v.batch_tail, nullptr);
+
+  // Completing the first write lets the read start; the second write waits
+  // for it, and the read of w for that write.
+  detail::dependency::remove_completed(v, write_v->entries[0], ready);
+  ready.settle();
+  EXPECT_EQ(drain(ready), std::vector<OpBlock*>{read_v.get()});
+  detail::dependency::remove_completed(v, read_v->entries[0], ready);
+  ready.settle();
+  EXPECT_EQ(drain(ready), std::vector<OpBlock*>{write_vw.get()});
+  EXPECT_EQ(read_w->pending.load(), 1);
+}
+
+TEST(PushBuffer, IsFullAtItsOpOrVariableLimit) {
+  std::vector<VarState> vars(PushBuffer::kMaxVars);
+  std::vector<std::unique_ptr<OpBlock>> ops;
+  PushBuffer by_ops, by_vars;
+  for (std::size_t i = 0; i < PushBuffer::kMaxOps; ++i) {
+    EXPECT_FALSE(by_ops.full());
+    ops.push_back(make_op({&vars[0]}, true));
+    ASSERT_TRUE(by_ops.claim(*ops.back()));
+    by_ops.add(ops.back().get());
+  }
+  EXPECT_TRUE(by_ops.full());
+  ReadyList ready;
+  by_ops.flush(ready);
+
+  for (VarState& var : vars) {
+    EXPECT_FALSE(by_vars.full());
+    ops.push_back(make_op({&var}, true));
+    var.claim.store(nullptr);
+    ASSERT_TRUE(by_vars.claim(*ops.back()));
+    by_vars.add(ops.back().get());
+  }
+  EXPECT_TRUE(by_vars.full());
+  by_vars.flush(ready);
+}
+
+// ---------------------------------------------------------------- engine
+
+EngineOptions threaded(int threads) { return {.cpu_threads = threads, .read_environment = false}; }
+
+// A push held back while a worker is busy must still run, with nothing
+// else pushed or waited for: here the running op waits for it (through a
+// channel the engine does not see) and would otherwise never finish.
+TEST(Batching, AHeldPushRunsWhileTheFrontendMakesNoFurtherCall) {
+  Engine engine(threaded(2));
+  Var busy = engine.new_var(), other = engine.new_var();
+  std::atomic<bool> started{false}, ran{false}, saw_it{false};
+  engine.push(
+      [&](RunContext&) {
+        started = true;
+        const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while (!ran && std::chrono::steady_clock::now() < give_up) std::this_thread::sleep_for(std::chrono::microseconds(50));
+        saw_it = ran.load();
+      },
+      {}, {busy});
+  while (!started) std::this_thread::yield();
+  engine.push([&](RunContext&) { ran = true; }, {}, {other});
+  while (!ran) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  engine.wait_all();
+  EXPECT_TRUE(saw_it);
+}
+
+// Thread A's push returns, A tells B through an atomic flag, B pushes: B's
+// op must see A's, though A's may still sit in A's buffer.
+TEST(Batching, APushThatReturnedIsOrderedBeforeAnotherThreadsLaterPush) {
+  for (int threads : {1, 2}) {
+    Engine engine(threaded(threads));
+    constexpr int kRounds = 2000;
+    std::vector<Var> vars;
+    for (int i = 0; i < 8; ++i) vars.push_back(engine.new_var());
+    std::vector<int> values(vars.size(), 0);
+    std::vector<int> seen(kRounds, -1);
+    std::atomic<int> published{-1};
+    std::thread writer([&] {
+      for (int round = 0; round < kRounds; ++round) {
+        const std::size_t v = static_cast<std::size_t>(round) % vars.size();
+        engine.push([&values, v, round](RunContext&) { values[v] = round; }, {}, {vars[v]});
+        published.store(round, std::memory_order_release);
+        while (published.load(std::memory_order_acquire) != -2 - round) std::this_thread::yield();
+      }
+    });
+    for (int round = 0; round < kRounds; ++round) {
+      while (published.load(std::memory_order_acquire) != round) std::this_thread::yield();
+      const std::size_t v = static_cast<std::size_t>(round) % vars.size();
+      engine.push([&, v, round](RunContext&) { seen[static_cast<std::size_t>(round)] = values[v]; }, {vars[v]}, {});
+      published.store(-2 - round, std::memory_order_release);
+    }
+    writer.join();
+    engine.wait_all();
+    for (int round = 0; round < kRounds; ++round) {
+      ASSERT_EQ(seen[static_cast<std::size_t>(round)], round) << "round " << round << ", " << threads << " threads";
+    }
+  }
+}
+
+// Threads beyond the engine's buffers register each push at once; they and
+// buffered threads share variables, in push order.
+TEST(Batching, ManyPushingThreadsShareVariablesInPushOrder) {
+  Engine engine(threaded(2));
+  Var shared = engine.new_var();
+  constexpr int kThreads = 300, kPushes = 20;
+  std::vector<int> log;
+  // All alive at once (so that they are distinct threads), taking turns.
+  std::vector<std::unique_ptr<std::binary_semaphore>> turn;
+  for (int t = 0; t <= kThreads; ++t) turn.push_back(std::make_unique<std::binary_semaphore>(t == 0 ? 1 : 0));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      turn[static_cast<std::size_t>(t)]->acquire();
+      for (int i = 0; i < kPushes; ++i) {
+        const int stamp = t * kPushes + i;
+        engine.push([&log, stamp](RunContext&) { log.push_back(stamp); }, {}, {shared});
+      }
+      turn[static_cast<std::size_t>(t) + 1]->release();
+    });
+  }
+  for (auto& th : threads) th.join();
+  engine.wait_all();
+  ASSERT_EQ(log.size(), static_cast<std::size_t>(kThreads * kPushes));
+  for (int i = 0; i < kThreads * kPushes; ++i) ASSERT_EQ(log[static_cast<std::size_t>(i)], i);
+}
+
+// Ops pushed from inside an op are registered when it completes, and wait
+// for nothing else.
+TEST(Batching, PushesFromInsideAnOpRunWithoutAFrontendCall) {
+  Engine engine(threaded(2));
+  Var parent = engine.new_var(), child = engine.new_var();
+  std::atomic<int> children{0};
+  engine.push(
+      [&](RunContext&) {
+        for (int i = 0; i < 100; ++i) engine.push([&](RunContext&) { ++children; }, {}, {child});
+      },
+      {}, {parent});
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (children < 100 && std::chrono::steady_clock::now() < give_up) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  EXPECT_EQ(children.load(), 100);
+  engine.wait_all();
+}
+
+}  // namespace
+}  // namespace depengine
