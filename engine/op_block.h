@@ -184,13 +184,19 @@ inline void prefetch_vars(const OpBlock* op) {
 }
 
 /// For an op about to run: the entries queued behind its first entries, and
-/// their ops, which its completion grants and the worker may run next.
+/// their ops, which its completion grants and the worker may run next, and
+/// those one further: a miss on another core's line outlasts a short op, so
+/// on a chain the lines are asked for two ops before they are needed. (The
+/// successor's line, asked for an op ago, has arrived by now.)
 inline void prefetch_successors(OpBlock* op) {
   const std::size_t n = std::min(op->entries.size(), kPrefetchedEntries);
   for (std::size_t i = 0; i < n; ++i) {
-    Entry& e = op->entries[i];
-    if (Entry* next = e.peek_next()) prefetch_for_write(next);
-    if (OpBlock* next_op = e.peek_next_op()) prefetch_block(next_op);
+    Entry* next = op->entries[i].peek_next();
+    if (next == nullptr) continue;
+    prefetch_for_write(next);
+    if (OpBlock* next_op = op->entries[i].peek_next_op()) prefetch_block(next_op);
+    if (Entry* after = next->peek_next()) prefetch_for_write(after);
+    if (OpBlock* after_op = next->peek_next_op()) prefetch_block(after_op);
   }
 }
 

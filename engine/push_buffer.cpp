@@ -30,6 +30,9 @@ void PushBuffer::add(OpBlock* op) {
     e.set_next(nullptr);
     if (var.batch_tail == nullptr) {
       runs_.push_back({&var, &e});
+      // The flush locks it: let the line, which a worker completing an
+      // earlier op may hold, arrive meanwhile.
+      prefetch_for_write(&var);
     } else {
       var.batch_tail->set_next(&e);
       e.prev = var.batch_tail;
@@ -47,8 +50,6 @@ std::size_t PushBuffer::flush(ReadyList& ready) {
   if (runs_.size() > 1) {
     std::sort(runs_.begin(), runs_.end(), [](const Run& a, const Run& b) { return a.var < b.var; });
   }
-  // Workers completing earlier operations wrote these lines last.
-  for (const Run& run : runs_) prefetch_for_write(run.var);
   for (const Run& run : runs_) run.var->lock.lock();
   for (const Run& run : runs_) {
     dependency::splice(*run.var, *run.first, *run.var->batch_tail, ready);

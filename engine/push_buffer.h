@@ -33,7 +33,7 @@
 
 #include "engine/dependency_tracker.h"
 #include "engine/op_block.h"
-#include "engine/spin_lock.h"
+#include "engine/short_lock.h"
 #include "engine/var_state.h"
 
 namespace depengine::detail {
@@ -77,7 +77,7 @@ class PushBuffer {
     Entry* first;
   };
 
-  alignas(64) SpinLock lock_;
+  alignas(64) ShortLock lock_;
   std::size_t ops_ = 0;
   std::vector<Run> runs_;
   std::uint64_t flushes_ = 0;

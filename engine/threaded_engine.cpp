@@ -221,6 +221,11 @@ class ThreadedEngine final : public EngineCore {
   // Runs or hands over every op in `ready` (and those they make ready).
   // With `inline_slot`, the first plain CPU op is left there for the caller.
   void dispatch(ReadyList& ready, OpBlock** inline_slot) {
+    // Plain CPU ops go to the CPU executor together (a flushed batch makes
+    // many ready at once): one hand-over to the workers for all of them.
+    constexpr std::size_t kGroup = 32;
+    OpBlock* group[kGroup];
+    std::size_t grouped = 0;
     while (!ready.empty()) {
       OpBlock* op = ready.pop();
       switch (op->kind) {
@@ -249,12 +254,19 @@ class ThreadedEngine final : public EngineCore {
           } else if (inline_slot && *inline_slot == nullptr && op->kind == OpKind::Sync &&
                      op->device.is_cpu()) {
             *inline_slot = op;
+          } else if (op->executor == cpu_ && op->priority == 0 && op->property != OpProperty::CpuPrioritized) {
+            group[grouped++] = op;
+            if (grouped == kGroup) {
+              cpu_->submit_plain(group, grouped);
+              grouped = 0;
+            }
           } else {
             op->executor->submit(ReadyOp(op));
           }
           break;
       }
     }
+    if (grouped != 0) cpu_->submit_plain(group, grouped);
   }
 
   static void collect_fences(OpBlock& op) {

@@ -58,6 +58,10 @@ void CpuExecutor::submit(ReadyOp op) {
   start_worker_if_needed(backlog);
 }
 
+void CpuExecutor::submit_plain(OpBlock* const* ops, std::size_t count) {
+  start_worker_if_needed(queue_.push_plain(ops, count));
+}
+
 void CpuExecutor::start_worker_if_needed(std::size_t backlog) {
   // No fence needed before reading active_: the queue's push ends with the
   // light half of an AsymmetricFence, which orders the op's publication

@@ -33,6 +33,9 @@ class CpuExecutor final : public Executor {
   ~CpuExecutor() override;
 
   void submit(ReadyOp op) override;
+  /// Queues several ready ops at once, all of priority 0 and not
+  /// CpuPrioritized (the engine's path for a flushed batch).
+  void submit_plain(OpBlock* const* ops, std::size_t count);
   void shutdown() override;
 
   /// Runs queued operations on the calling thread (a frontend about to

@@ -62,19 +62,28 @@ std::size_t ReadyQueue::push(OpBlock* op) {
     if (op->priority > 0) heap_positive_.fetch_add(1, std::memory_order_relaxed);
     return heap_size_.fetch_add(1, std::memory_order_seq_cst) + 1;
   }
+  return push_plain(&op, 1);
+}
+
+std::size_t ReadyQueue::push_plain(OpBlock* const* ops, std::size_t count) {
   Ring* ring = my_ring();
-  if (ring && ring->queue.push(op)) {
-    // The op is published before the hint and the caller's count of active
-    // workers are read; a sleeping worker pairs this with heavy().
+  // One look at the consumer's index for the whole batch.
+  const std::size_t pushed = ring ? ring->queue.push(ops, count) : 0;
+  std::size_t backlog = 0;
+  if (pushed != 0) {
+    // The ops are published before the hint and the caller's count of
+    // active workers are read; a sleeping worker pairs this with heavy().
     AsymmetricFence::light();
     if (!ring->maybe_nonempty.load(std::memory_order_relaxed)) {
       ring->maybe_nonempty.store(true, std::memory_order_relaxed);
     }
-    return kRingCapacity - ring->queue.write_available();
+    backlog = kRingCapacity - ring->queue.write_available();
   }
+  if (pushed == count) return backlog;
+  const std::size_t rest = count - pushed;
   std::lock_guard lock(spill_mutex_);
-  spill_.push_back(op);
-  return spill_size_.fetch_add(1, std::memory_order_seq_cst) + 1;
+  spill_.insert(spill_.end(), ops + pushed, ops + count);
+  return backlog + spill_size_.fetch_add(rest, std::memory_order_seq_cst) + rest;
 }
 
 std::size_t ReadyQueue::pop_ring(Ring& ring, OpBlock** out, std::size_t max, bool& more) {

@@ -39,6 +39,8 @@ class ReadyQueue {
   /// half of an AsymmetricFence: what the caller reads next (the count of
   /// active workers) is ordered after the op's publication.
   std::size_t push(OpBlock* op);
+  /// The same for several ops of priority 0 at once.
+  std::size_t push_plain(OpBlock* const* ops, std::size_t count);
   /// Takes up to `max` operations to run (a fair share of a ring, or one
   /// prioritized op) into `out`; returns how many, 0 when none is queued.
   /// `more` tells whether the place they came from still holds some.

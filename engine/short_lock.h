@@ -1,0 +1,37 @@
+#pragma once
+// ShortLock: for sections of a few dozen instructions that one thread takes
+// almost every time (a PushBuffer's owner, once per push). Unlocking is a
+// plain store where SpinLock's is an atomic exchange (it must learn whether
+// to wake a sleeper): the owner pays one atomic instruction per section, not
+// two. Nobody sleeps on it: a waiter spins briefly, then yields its core,
+// which on a busy machine may be the holder's.
+
+#include <atomic>
+#include <thread>
+
+#include "engine/cpu_relax.h"
+
+namespace depengine::detail {
+
+class ShortLock {
+ public:
+  bool try_lock() {
+    return !locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire);
+  }
+  void lock() {
+    for (int round = 0; !try_lock(); ++round) {
+      if (round < kSpinRounds) {
+        cpu_relax();
+      } else {
+        std::this_thread::yield();
+      }
+    }
+  }
+  void unlock() { locked_.store(false, std::memory_order_release); }
+
+ private:
+  static constexpr int kSpinRounds = 64;
+  std::atomic<bool> locked_{false};
+};
+
+}  // namespace depengine::detail
