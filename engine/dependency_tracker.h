@@ -74,6 +74,16 @@ class ReadyList {
       if (op->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) push(op);
     }
   }
+  /// The same, for grants made while registering ops whose count has no push
+  /// hold (PushBuffer::flush): an op with one entry, granted here, was counted
+  /// down by nobody else and never will be, so it is ready without the
+  /// atomic decrement.
+  void settle_registered() {
+    while (!granted_.empty()) {
+      OpBlock* op = granted_.pop();
+      if (op->entries.size() == 1 || op->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) push(op);
+    }
+  }
 
   void push(OpBlock* op) {
     // Whoever dispatches it reads it next; it was last written elsewhere.

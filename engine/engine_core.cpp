@@ -303,8 +303,7 @@ void EngineCore::drop_async(OpBlock* op, std::uint64_t ticket) {
 
 // ---------------------------------------------------------------- errors
 
-std::exception_ptr EngineCore::input_error(const OpBlock& op) {
-  if (!op.input_failed.load(std::memory_order_acquire)) return nullptr;
+std::exception_ptr EngineCore::failed_input_error(const OpBlock& op) {
   std::exception_ptr error;
   std::uint32_t position = 0;
   for (const Entry& e : op.entries) {

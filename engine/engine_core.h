@@ -103,10 +103,15 @@ class EngineCore {
   /// The error the op's inputs carry, if any: that of the first variable in
   /// its lists (reads, then writes) that had failed at the op's turn in push
   /// order (Entry::error, set as the variables' queues grant the entries).
-  static std::exception_ptr input_error(const detail::OpBlock& op);
+  static std::exception_ptr input_error(const detail::OpBlock& op) {
+    // Inline: every op asks, and almost none has failed inputs.
+    if (!op.input_failed.load(std::memory_order_acquire)) [[likely]] return nullptr;
+    return failed_input_error(op);
+  }
   /// For an op whose entries are in no queue (naive mode): gives each entry
   /// its variable's current error, for input_error.
   static void take_input_errors(detail::OpBlock& op);
+  static std::exception_ptr failed_input_error(const detail::OpBlock& op);
   /// Reports and clears the failure of one variable (for wait_to_*).
   static std::exception_ptr take_error(detail::VarState& var);
   /// Reports and clears every unreported failure (for wait_all); the first.

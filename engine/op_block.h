@@ -50,13 +50,15 @@ struct alignas(64) Entry {
   // from this line, an op ahead, without touching the successor's line.
   OpBlock* next_op = nullptr;
 
+  // Release / acquire: a worker that peeks at the successor may read its
+  // links (see prefetch_successors), written by the thread that made it.
   void set_next(Entry* entry) {
-    std::atomic_ref<Entry*>(next).store(entry, std::memory_order_relaxed);
     std::atomic_ref<OpBlock*>(next_op).store(entry ? entry->op : nullptr, std::memory_order_relaxed);
+    std::atomic_ref<Entry*>(next).store(entry, std::memory_order_release);
   }
   /// The successor and its op, read without the variable's lock: hints for
   /// prefetching only, which may be stale by the time the lock is taken.
-  Entry* peek_next() { return std::atomic_ref<Entry*>(next).load(std::memory_order_relaxed); }
+  Entry* peek_next() { return std::atomic_ref<Entry*>(next).load(std::memory_order_acquire); }
   OpBlock* peek_next_op() { return std::atomic_ref<OpBlock*>(next_op).load(std::memory_order_relaxed); }
 };
 
@@ -184,17 +186,22 @@ inline void prefetch_vars(const OpBlock* op) {
 }
 
 /// For an op about to run: the entries queued behind its first entries, and
-/// their ops, which its completion grants and the worker may run next, and
-/// those one further: a miss on another core's line outlasts a short op, so
-/// on a chain the lines are asked for two ops before they are needed. (The
-/// successor's line, asked for an op ago, has arrived by now.)
+/// their ops, which its completion grants and the worker may run next; and,
+/// behind a write, those one further: a miss on another core's line outlasts
+/// a short op, so on a chain the lines are asked for two ops before they are
+/// needed (the successor's line, asked for an op ago, has arrived by now).
+/// Only behind a write is the successor's line read: nothing behind a write
+/// completes before it, whereas a read's successor may be another read that
+/// completed meanwhile and whose block was reused.
 inline void prefetch_successors(OpBlock* op) {
   const std::size_t n = std::min(op->entries.size(), kPrefetchedEntries);
   for (std::size_t i = 0; i < n; ++i) {
-    Entry* next = op->entries[i].peek_next();
+    Entry& e = op->entries[i];
+    Entry* next = e.peek_next();
     if (next == nullptr) continue;
     prefetch_for_write(next);
-    if (OpBlock* next_op = op->entries[i].peek_next_op()) prefetch_block(next_op);
+    if (OpBlock* next_op = e.peek_next_op()) prefetch_block(next_op);
+    if (!e.write) continue;
     if (Entry* after = next->peek_next()) prefetch_for_write(after);
     if (OpBlock* after_op = next->peek_next_op()) prefetch_block(after_op);
   }

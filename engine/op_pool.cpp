@@ -13,8 +13,10 @@ OpPool::ThreadCache::~ThreadCache() {
   if (!blocks.empty()) give_batch(blocks, 0);
 }
 
-OpPool::ThreadCache& OpPool::cache() {
+OpPool::ThreadCache& OpPool::make_cache() {
+  // Owns the cache and returns its blocks when the thread ends.
   thread_local ThreadCache c;
+  t_cache = &c;
   return c;
 }
 

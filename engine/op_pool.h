@@ -29,7 +29,14 @@ class OpPool {
     std::vector<OpBlock*> blocks;  // a stack: the last released goes first
   };
 
-  static ThreadCache& cache();
+  // The hot path reads a plain pointer: a thread_local object with a
+  // destructor costs a guard check and a call on every access.
+  static ThreadCache& cache() {
+    ThreadCache* c = t_cache;
+    return c != nullptr ? *c : make_cache();
+  }
+  static ThreadCache& make_cache();
+  static inline thread_local ThreadCache* t_cache = nullptr;
   /// Moves up to kBatch blocks from the stock into `to`.
   static void take_batch(std::vector<OpBlock*>& to);
   /// Moves blocks [from, end) of `blocks` to the stock.

@@ -56,7 +56,7 @@ std::size_t PushBuffer::flush(ReadyList& ready) {
     run.var->batch_tail = nullptr;
   }
   for (const Run& run : runs_) run.var->lock.unlock();
-  ready.settle();
+  ready.settle_registered();
   runs_.clear();
   ops_ = 0;
   ++flushes_;

@@ -1,31 +1,9 @@
 #include "engine/push_buffers.h"
 
 namespace depengine::detail {
-namespace {
-
-// Engine ids are never reused, so a stale entry is never mistaken for a
-// live engine's.
-struct LastBuffer {
-  std::uint32_t engine_id = 0;
-  PushBuffer* buffer = nullptr;
-};
-thread_local LastBuffer t_last;
-
-}  // namespace
 
 PushBuffers::~PushBuffers() {
   for_each([](PushBuffer& buffer) { delete &buffer; });
-}
-
-PushBuffer* PushBuffers::mine() {
-  if (t_last.engine_id == engine_id_) return t_last.buffer;
-  PushBuffer* buffer = find_or_make();
-  t_last = {engine_id_, buffer};
-  return buffer;
-}
-
-PushBuffer* PushBuffers::mine_if_cached() const {
-  return t_last.engine_id == engine_id_ ? t_last.buffer : nullptr;
 }
 
 PushBuffer* PushBuffers::find_or_make() {
@@ -39,6 +17,7 @@ PushBuffer* PushBuffers::find_or_make() {
       count_.store(n + 1, std::memory_order_release);
     }
   }
+  t_last = {engine_id_, it->second};
   return it->second;
 }
 

@@ -25,10 +25,13 @@ class PushBuffers {
 
   /// This thread's buffer, made on its first push; null for threads beyond
   /// kMaxBuffers (they register every push at once).
-  PushBuffer* mine();
+  PushBuffer* mine() {
+    if (t_last.engine_id == engine_id_) [[likely]] return t_last.buffer;
+    return find_or_make();
+  }
   /// This thread's buffer when it is the last engine the thread pushed to
   /// (a cheap check for a worker's own pushes), else null.
-  PushBuffer* mine_if_cached() const;
+  PushBuffer* mine_if_cached() const { return t_last.engine_id == engine_id_ ? t_last.buffer : nullptr; }
 
   /// Calls `f` on every buffer (any thread).
   template <typename F>
@@ -41,6 +44,14 @@ class PushBuffers {
   static constexpr std::size_t kMaxBuffers = 256;
 
   PushBuffer* find_or_make();
+
+  // The last engine this thread pushed to (engine ids are never reused, so
+  // a stale entry is never mistaken for a live engine's). Zero-initialized.
+  struct LastBuffer {
+    std::uint32_t engine_id;
+    PushBuffer* buffer;
+  };
+  static inline thread_local LastBuffer t_last;
 
   const std::uint32_t engine_id_;
   std::array<std::atomic<PushBuffer*>, kMaxBuffers> buffers_{};
