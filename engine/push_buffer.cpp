@@ -26,8 +26,7 @@ void PushBuffer::add(OpBlock* op) {
   op->pending.store(static_cast<int>(op->entries.size()), std::memory_order_relaxed);
   for (Entry& e : op->entries) {
     VarState& var = *e.var;
-    e.launched = false;
-    e.set_next(nullptr);
+    // The entry is fresh from make_op: unlinked, not launched.
     if (var.batch_tail == nullptr) {
       runs_.push_back({&var, &e});
       // The flush locks it: let the line, which a worker completing an
