@@ -58,6 +58,9 @@ class EngineCore {
   /// counting as active. Returns whether the engine gave it new work
   /// (pushes it had held back), in which case it looks again.
   virtual bool on_cpu_retiring() { return false; }
+  /// For the CPU executor: a worker looks for work (now and then while it
+  /// spins). Returns whether the engine gave it some.
+  virtual bool on_cpu_spinning() { return false; }
   std::exception_ptr invoke(detail::OpBlock* op, RunContext& ctx);
   /// Completes an async op if `ticket` is still current; a stale ticket
   /// throws std::logic_error, or is ignored when `quiet`.

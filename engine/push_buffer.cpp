@@ -6,7 +6,9 @@
 
 namespace depengine::detail {
 
-PushBuffer::PushBuffer() { runs_.reserve(kMaxVars + 8); }
+PushBuffer::PushBuffer(std::atomic<std::size_t>& sealed_anywhere) : sealed_anywhere_(sealed_anywhere) {
+  for (Batch& batch : batches_) batch.runs.reserve(kMaxVars + 8);
+}
 
 bool PushBuffer::claim(const OpBlock& op) {
   for (const Entry& e : op.entries) {
@@ -23,14 +25,15 @@ bool PushBuffer::claim(const OpBlock& op) {
 }
 
 void PushBuffer::add(OpBlock* op) {
+  Batch& batch = current();
   op->pending.store(static_cast<int>(op->entries.size()), std::memory_order_relaxed);
   for (Entry& e : op->entries) {
     VarState& var = *e.var;
     // The entry is fresh from make_op: unlinked, not launched.
     if (var.batch_tail == nullptr) {
-      runs_.push_back({&var, &e});
-      // The flush locks it: let the line, which a worker completing an
-      // earlier op may hold, arrive meanwhile.
+      batch.runs.push_back({&var, &e, nullptr});
+      // The registration locks it: let the line, which a worker completing
+      // an earlier op may hold, arrive meanwhile.
       prefetch_for_write(&var);
     } else {
       var.batch_tail->set_next(&e);
@@ -38,34 +41,106 @@ void PushBuffer::add(OpBlock* op) {
     }
     var.batch_tail = &e;
   }
-  ++ops_;
-  // Before the op can be flushed, and so before it can complete.
+  ++batch.ops;
+  // Before the op can be registered, and so before it can complete.
   pushed_.store(pushed_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
 }
 
-std::size_t PushBuffer::flush(ReadyList& ready) {
-  const std::size_t flushed = ops_;
-  if (flushed == 0) return 0;
-  if (runs_.size() > 1) {
-    std::sort(runs_.begin(), runs_.end(), [](const Run& a, const Run& b) { return a.var < b.var; });
-  }
-  for (const Run& run : runs_) run.var->lock.lock();
-  for (const Run& run : runs_) {
-    dependency::splice(*run.var, *run.first, *run.var->batch_tail, ready);
-    run.var->batch_tail = nullptr;
-  }
-  for (const Run& run : runs_) run.var->lock.unlock();
-  ready.settle_registered();
-  runs_.clear();
-  ops_ = 0;
-  ++flushes_;
-  return flushed;
+std::size_t PushBuffer::seal() {
+  if (sealed_ + 1 == kBatches) return 0;
+  seal_current();
+  return sealed_;
 }
 
-bool PushBuffer::stale() {
-  const bool stale = ops_ != 0 && flushes_ == flushes_seen_;
-  flushes_seen_ = flushes_;
-  return stale;
+void PushBuffer::seal_current() {
+  Batch& batch = current();
+  // The next batch starts new runs.
+  for (Run& run : batch.runs) {
+    run.last = run.var->batch_tail;
+    run.var->batch_tail = nullptr;
+  }
+  ++sealed_;
+  sealed_hint_.store(true, std::memory_order_relaxed);
+  sealed_anywhere_.fetch_add(1, std::memory_order_relaxed);
+}
+
+std::size_t PushBuffer::register_sealed(ReadyList& ready) {
+  register_lock_.lock();
+  lock_.lock();
+  const std::size_t count = sealed_;
+  lock_.unlock();
+  const std::size_t registered = register_oldest(count, ready);
+  register_lock_.unlock();
+  return registered;
+}
+
+std::size_t PushBuffer::flush(ReadyList& ready) {
+  register_lock_.lock();
+  std::size_t registered = 0;
+  lock_.lock();
+  // Everything pushed before this call is sealed before the count is
+  // taken: the current batch (making room first when every slot is taken),
+  // unless its owner sealed it meanwhile, leaving a new, empty one.
+  while (!empty() && sealed_ + 1 == kBatches) {
+    lock_.unlock();
+    registered += register_oldest(1, ready);
+    lock_.lock();
+  }
+  if (!empty()) seal_current();
+  const std::size_t count = sealed_;
+  lock_.unlock();
+  registered += register_oldest(count, ready);
+  register_lock_.unlock();
+  return registered;
+}
+
+std::size_t PushBuffer::flush_if_stale(ReadyList& ready, bool& holds_ops) {
+  register_lock_.lock();
+  lock_.lock();
+  holds_ops = sealed_ != 0 || !empty();
+  lock_.unlock();
+  const bool stale = holds_ops && registrations_ == registrations_seen_;
+  registrations_seen_ = registrations_;
+  register_lock_.unlock();
+  if (!stale) return 0;
+  holds_ops = false;
+  return flush(ready);
+}
+
+std::size_t PushBuffer::register_oldest(std::size_t count, ReadyList& ready) {
+  std::size_t registered = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    // Sealed batches are the owner's no longer, and their slot stays
+    // counted until registered: no lock needed to read them.
+    lock_.lock();
+    Batch& batch = batches_[oldest_];
+    lock_.unlock();
+    const std::size_t ops = batch.ops;
+    register_batch(batch, ready);
+    registered += ops;
+    ++registrations_;
+    registered_.store(registered_.load(std::memory_order_relaxed) + ops, std::memory_order_relaxed);
+    lock_.lock();
+    oldest_ = (oldest_ + 1) % kBatches;
+    --sealed_;
+    sealed_hint_.store(sealed_ != 0, std::memory_order_relaxed);
+    lock_.unlock();
+    sealed_anywhere_.fetch_sub(1, std::memory_order_relaxed);
+  }
+  return registered;
+}
+
+void PushBuffer::register_batch(Batch& batch, ReadyList& ready) {
+  std::vector<Run>& runs = batch.runs;
+  if (runs.size() > 1) {
+    std::sort(runs.begin(), runs.end(), [](const Run& a, const Run& b) { return a.var < b.var; });
+  }
+  for (const Run& run : runs) run.var->lock.lock();
+  for (const Run& run : runs) dependency::splice(*run.var, *run.first, *run.last, ready);
+  for (const Run& run : runs) run.var->lock.unlock();
+  ready.settle_registered();
+  runs.clear();
+  batch.ops = 0;
 }
 
 }  // namespace depengine::detail

@@ -1,12 +1,19 @@
 #pragma once
 // PushBuffer: one frontend thread's pushes, registered in the variables'
-// queues in batches (the mechanism; when to flush is the engine's policy).
+// queues in batches (the mechanism; when to register, and who, is the
+// engine's policy).
 //
 // Registering each push at once makes a variable's line change cores twice
 // per operation when a worker completes what the frontend appends: on a
 // chain, that hand-over is most of the cost. A buffer links the entries of
-// its operations per variable as they are pushed, and a flush splices each
-// variable's run into its queue under one lock acquisition.
+// its operations per variable as they are pushed, and a registration
+// splices each variable's run into its queue under one lock acquisition.
+//
+// A full batch is sealed and waits in the buffer until someone registers
+// it: a worker with nothing to do, or the frontend itself. Registering is a
+// good part of a push's cost, and a worker that waits for work anyway can
+// take it off the frontend. Batches are registered one at a time, oldest
+// first.
 //
 // Order across threads. A push that returned must be ordered before every
 // push that starts after it, whichever threads they come from. Each variable
@@ -19,13 +26,15 @@
 // once, and its claim line, the frontends' own (VarState), stays in that
 // thread's cache.
 //
-// A flush takes the locks of all the batch's variables at once (in address
-// order), so that a batch is registered atomically, like one push with many
-// entries, and never interleaves with another registration in two orders.
+// A registration takes the locks of all the batch's variables at once (in
+// address order), so that a batch is registered atomically, like one push
+// with many entries, and never interleaves with another registration in
+// two orders.
 //
-// Locks: a buffer's lock is taken before variables' locks, and a thread
-// holds at most one buffer's lock.
+// Locks: register_lock_, then lock_ (briefly), then variables' locks; a
+// thread holds at most one buffer's locks.
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -34,57 +43,97 @@
 #include "engine/dependency_tracker.h"
 #include "engine/op_block.h"
 #include "engine/short_lock.h"
+#include "engine/spin_lock.h"
 #include "engine/var_state.h"
 
 namespace depengine::detail {
 
 class PushBuffer {
  public:
-  /// A batch is flushed when it holds this many operations, or touches this
-  /// many variables (whose locks a flush holds together).
+  /// A batch is sealed when it holds this many operations, or touches this
+  /// many variables (whose locks a registration holds together).
   static constexpr std::size_t kMaxOps = 32;
   static constexpr std::size_t kMaxVars = 16;
 
-  PushBuffer();
+  /// `sealed_anywhere` counts the sealed batches of every buffer of an
+  /// engine: idle workers look there first.
+  explicit PushBuffer(std::atomic<std::size_t>& sealed_anywhere);
 
+  // The owner's side, with lock() held.
   void lock() { lock_.lock(); }
   void unlock() { lock_.unlock(); }
-
-  /// Takes the claims of the variables `op` touches (lock held). False when
-  /// another buffer holds one of them: `op` must then be registered directly.
+  /// Takes the claims of the variables `op` touches. False when another
+  /// buffer holds one of them: `op` must then be registered directly.
   bool claim(const OpBlock& op);
-  /// Adds a claimed operation with at least one entry (lock held), and
-  /// counts it as pushed.
+  /// Adds a claimed operation with at least one entry to the current batch,
+  /// and counts it as pushed.
   void add(OpBlock* op);
+  bool full() const { return current().ops >= kMaxOps || current().runs.size() >= kMaxVars; }
+  /// Whether the current batch holds nothing.
+  bool empty() const { return current().ops == 0; }
+  /// Closes the current batch, to be registered later; returns how many
+  /// sealed batches wait now. 0 (and nothing changed) when every slot is
+  /// taken: the caller must flush.
+  std::size_t seal();
+
+  // Any thread, without lock() held. Each returns how many operations it
+  // registered; those that can start go to `ready`.
+  /// Registers the batches sealed so far.
+  std::size_t register_sealed(ReadyList& ready);
+  /// Registers everything, the current batch included.
+  std::size_t flush(ReadyList& ready);
+  /// For a periodic check: flushes when operations waited since the
+  /// previous call and nothing was registered meanwhile. `holds_ops` tells
+  /// whether any remain.
+  std::size_t flush_if_stale(ReadyList& ready, bool& holds_ops);
+
+  /// Whether sealed batches wait (a hint, read without the lock).
+  bool has_sealed() const { return sealed_hint_.load(std::memory_order_relaxed); }
+  /// For the owner, without the lock: false only when everything it pushed
+  /// was registered (it may be true needlessly, never false wrongly).
+  bool maybe_holds_ops() const {
+    return pushed_.load(std::memory_order_relaxed) != registered_.load(std::memory_order_relaxed);
+  }
   /// Operations ever added (any thread; see InFlightCounter).
   std::uint64_t pushed() const { return pushed_.load(std::memory_order_seq_cst); }
-  bool full() const { return ops_ >= kMaxOps || runs_.size() >= kMaxVars; }
-  bool empty() const { return ops_ == 0; }
-
-  /// Registers every buffered operation in its variables' queues (lock
-  /// held); those that can start go to `ready`. Returns how many there were.
-  std::size_t flush(ReadyList& ready);
-
-  /// For a periodic check (lock held): whether the buffer holds operations
-  /// and was not flushed since the previous call.
-  bool stale();
 
  private:
-  // The entries a batch holds for one variable, linked in push order; the
-  // last is the variable's batch_tail.
+  // The entries a batch holds for one variable, linked in push order; while
+  // the batch is current, the last is the variable's batch_tail.
   struct Run {
     VarState* var;
     Entry* first;
+    Entry* last;
   };
+  struct Batch {
+    std::size_t ops = 0;
+    std::vector<Run> runs;
+  };
+  // The oldest sealed batches and the current one; one slot stays free so
+  // that a batch being registered is never the current one.
+  static constexpr std::size_t kBatches = 4;
 
-  alignas(64) ShortLock lock_;
-  std::size_t ops_ = 0;
-  std::vector<Run> runs_;
-  std::uint64_t flushes_ = 0;
-  std::uint64_t flushes_seen_ = 0;
+  Batch& current() { return batches_[(oldest_ + sealed_) % kBatches]; }
+  const Batch& current() const { return batches_[(oldest_ + sealed_) % kBatches]; }
+  void seal_current();  // lock_ held, a free slot
+  /// Registers the `count` oldest sealed batches (register_lock_ held).
+  std::size_t register_oldest(std::size_t count, ReadyList& ready);
+  static void register_batch(Batch& batch, ReadyList& ready);
+
+  alignas(64) ShortLock lock_;  // the current batch and the slots' indices
+  std::size_t oldest_ = 0;
+  std::size_t sealed_ = 0;
+  std::array<Batch, kBatches> batches_;
   // Written under the lock only, so a plain store counts: cheaper than the
   // locked add of a shared counter, on a line this thread owns anyway.
   std::atomic<std::uint64_t> pushed_{0};
+  std::atomic<bool> sealed_hint_{false};
+  std::atomic<std::size_t>& sealed_anywhere_;
+
+  alignas(64) SpinLock register_lock_;  // registrations, one at a time
+  std::uint64_t registrations_ = 0;     // guarded by register_lock_
+  std::uint64_t registrations_seen_ = 0;
+  std::atomic<std::uint64_t> registered_{0};  // ops; written under register_lock_
 };
 
 }  // namespace depengine::detail

@@ -12,7 +12,7 @@ PushBuffer* PushBuffers::find_or_make() {
   if (inserted) {
     const std::size_t n = count_.load(std::memory_order_relaxed);
     if (n < kMaxBuffers) {
-      it->second = new PushBuffer;
+      it->second = new PushBuffer(sealed_);
       buffers_[n].store(it->second, std::memory_order_release);
       count_.store(n + 1, std::memory_order_release);
     }

@@ -33,6 +33,9 @@ class PushBuffers {
   /// (a cheap check for a worker's own pushes), else null.
   PushBuffer* mine_if_cached() const { return t_last.engine_id == engine_id_ ? t_last.buffer : nullptr; }
 
+  /// Whether any buffer holds sealed batches (a hint).
+  bool any_sealed() const { return sealed_.load(std::memory_order_relaxed) != 0; }
+
   /// Calls `f` on every buffer (any thread).
   template <typename F>
   void for_each(F&& f) const {
@@ -56,6 +59,7 @@ class PushBuffers {
   const std::uint32_t engine_id_;
   std::array<std::atomic<PushBuffer*>, kMaxBuffers> buffers_{};
   std::atomic<std::size_t> count_{0};
+  std::atomic<std::size_t> sealed_{0};  // batches sealed in any buffer
   std::mutex mutex_;
   std::unordered_map<std::thread::id, PushBuffer*> by_thread_;  // guarded by mutex_
 };

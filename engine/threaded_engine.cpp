@@ -114,7 +114,7 @@ class ThreadedEngine final : public EngineCore {
 
   OpBlock* complete_and_continue(OpBlock* op, std::exception_ptr error) override {
     // What the op pushed waits for nothing more on this thread.
-    if (PushBuffer* own = buffers_.mine_if_cached()) flush(*own);
+    if (PushBuffer* own = buffers_.mine_if_cached(); own && own->maybe_holds_ops()) flush(*own);
     ReadyList ready;
     finish(op, std::move(error), ready);
     OpBlock* next = nullptr;
@@ -125,6 +125,17 @@ class ThreadedEngine final : public EngineCore {
   void on_cpu_idle() override { wake_waiters(); }
 
   bool on_cpu_retiring() override { return flush_all() != 0; }
+
+  // A worker with nothing to run takes the registration of sealed batches
+  // off their frontends.
+  bool on_cpu_spinning() override {
+    if (!buffers_.any_sealed()) return false;
+    std::size_t registered = 0;
+    buffers_.for_each([&](PushBuffer& buffer) {
+      if (buffer.has_sealed()) registered += register_sealed(buffer);
+    });
+    return registered != 0;
+  }
 
  protected:
   void submit(OpBlock* op) override {
@@ -147,8 +158,19 @@ class ThreadedEngine final : public EngineCore {
     }
     const bool was_empty = buffer->empty();
     buffer->add(op);
-    if (buffer->full() || cpu_->idle()) {
-      flush_locked(*buffer);
+    if (buffer->full()) {
+      // A sealed batch waits for a worker that runs out of work (with none
+      // active, or every slot taken, this thread registers everything):
+      // registering is a good part of a push's cost, better paid by a
+      // worker than by the frontend that feeds them.
+      const std::size_t sealed = cpu_->idle() ? 0 : buffer->seal();
+      buffer->unlock();
+      if (sealed == 0) flush(*buffer);
+      return;
+    }
+    if (cpu_->idle()) {
+      buffer->unlock();
+      flush(*buffer);
       return;
     }
     buffer->unlock();
@@ -181,20 +203,20 @@ class ThreadedEngine final : public EngineCore {
     dispatch(ready, nullptr);
   }
 
-  // Flushes `buffer` (its lock held by the caller; released here) and
-  // dispatches what became ready. Returns how many ops were flushed. Out of
-  // line: its frame would weigh on every push that only buffers.
-  [[gnu::noinline]] std::size_t flush_locked(PushBuffer& buffer) {
+  // Registers what `buffer` holds and dispatches what became ready; returns
+  // how many ops it registered.
+  std::size_t flush(PushBuffer& buffer) {
     ReadyList ready;
-    const std::size_t flushed = buffer.flush(ready);
-    buffer.unlock();
+    const std::size_t registered = buffer.flush(ready);
     dispatch(ready, nullptr);
-    return flushed;
+    return registered;
   }
 
-  std::size_t flush(PushBuffer& buffer) {
-    buffer.lock();
-    return flush_locked(buffer);
+  std::size_t register_sealed(PushBuffer& buffer) {
+    ReadyList ready;
+    const std::size_t registered = buffer.register_sealed(ready);
+    dispatch(ready, nullptr);
+    return registered;
   }
 
   std::size_t flush_all() {
@@ -204,17 +226,16 @@ class ThreadedEngine final : public EngineCore {
   }
 
   // The FlushTimer's tick: flushes the buffers that held ops since the
-  // previous tick without being flushed; returns whether any holds ops.
+  // previous tick while nothing of theirs was registered; returns whether
+  // any holds ops.
   bool flush_stale() {
     bool pending = false;
     buffers_.for_each([&](PushBuffer& buffer) {
-      buffer.lock();
-      if (buffer.stale()) {
-        flush_locked(buffer);
-        return;
-      }
-      pending = pending || !buffer.empty();
-      buffer.unlock();
+      ReadyList ready;
+      bool holds_ops = false;
+      buffer.flush_if_stale(ready, holds_ops);
+      dispatch(ready, nullptr);
+      pending = pending || holds_ops;
     });
     return pending;
   }

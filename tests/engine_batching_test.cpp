@@ -50,7 +50,8 @@ std::vector<OpBlock*> drain(ReadyList& ready) {
 
 TEST(PushBuffer, AVariableIsClaimedByOneBufferAtATime) {
   VarState v, w;
-  PushBuffer a, b;
+  std::atomic<std::size_t> sealed{0};
+  PushBuffer a(sealed), b(sealed);
   auto on_v = make_op({&v}, true);
   auto on_w = make_op({&w}, true);
   auto on_both = make_op({&v, &w}, true);
@@ -66,7 +67,8 @@ TEST(PushBuffer, AVariableIsClaimedByOneBufferAtATime) {
 
 TEST(PushBuffer, FlushQueuesTheBatchInPushOrderAndGrantsWhatCanStart) {
   VarState v, w;
-  PushBuffer buffer;
+  std::atomic<std::size_t> sealed{0};
+  PushBuffer buffer(sealed);
   auto write_v = make_op({&v}, true);
   auto read_v = make_op({&v}, false);
   auto write_vw = make_op({&v, &w}, true);
@@ -100,7 +102,8 @@ TEST(PushBuffer, FlushQueuesTheBatchInPushOrderAndGrantsWhatCanStart) {
 TEST(PushBuffer, IsFullAtItsOpOrVariableLimit) {
   std::vector<VarState> vars(PushBuffer::kMaxVars);
   std::vector<std::unique_ptr<OpBlock>> ops;
-  PushBuffer by_ops, by_vars;
+  std::atomic<std::size_t> sealed{0};
+  PushBuffer by_ops(sealed), by_vars(sealed);
   for (std::size_t i = 0; i < PushBuffer::kMaxOps; ++i) {
     EXPECT_FALSE(by_ops.full());
     ops.push_back(make_op({&vars[0]}, true));
@@ -120,6 +123,57 @@ TEST(PushBuffer, IsFullAtItsOpOrVariableLimit) {
   }
   EXPECT_TRUE(by_vars.full());
   by_vars.flush(ready);
+}
+
+TEST(PushBuffer, SealedBatchesAreRegisteredOldestFirstAndTheCurrentOneOnlyByAFlush) {
+  VarState v;
+  std::atomic<std::size_t> sealed{0};
+  PushBuffer buffer(sealed);
+  std::vector<std::unique_ptr<OpBlock>> ops;
+  auto push = [&] {
+    ops.push_back(make_op({&v}, true));
+    ASSERT_TRUE(buffer.claim(*ops.back()));
+    buffer.add(ops.back().get());
+  };
+  push();
+  push();
+  ASSERT_EQ(buffer.seal(), 1u);
+  push();
+  ASSERT_EQ(buffer.seal(), 2u);
+  push();  // the current batch
+  EXPECT_EQ(sealed.load(), 2u);
+  EXPECT_TRUE(buffer.has_sealed());
+
+  ReadyList ready;
+  EXPECT_EQ(buffer.register_sealed(ready), 3u);
+  EXPECT_EQ(sealed.load(), 0u);
+  EXPECT_FALSE(buffer.has_sealed());
+  EXPECT_TRUE(buffer.maybe_holds_ops());
+  EXPECT_EQ(buffer.flush(ready), 1u);
+  EXPECT_FALSE(buffer.maybe_holds_ops());
+  std::vector<OpBlock*> queue;
+  for (Entry* e = v.head; e != nullptr; e = e->next) queue.push_back(e->op);
+  ASSERT_EQ(queue.size(), ops.size());
+  for (std::size_t i = 0; i < ops.size(); ++i) EXPECT_EQ(queue[i], ops[i].get()) << i;
+}
+
+TEST(PushBuffer, AFlushMakesRoomWhenEverySlotIsSealed) {
+  VarState v;
+  std::atomic<std::size_t> sealed{0};
+  PushBuffer buffer(sealed);
+  std::vector<std::unique_ptr<OpBlock>> ops;
+  for (;;) {
+    ops.push_back(make_op({&v}, true));
+    ASSERT_TRUE(buffer.claim(*ops.back()));
+    buffer.add(ops.back().get());
+    if (buffer.seal() == 0) break;
+  }
+  EXPECT_GT(sealed.load(), 1u);
+  ReadyList ready;
+  EXPECT_EQ(buffer.flush(ready), ops.size());
+  std::size_t queued = 0;
+  for (Entry* e = v.head; e != nullptr; e = e->next, ++queued) EXPECT_EQ(e->op, ops[queued].get());
+  EXPECT_EQ(queued, ops.size());
 }
 
 // ---------------------------------------------------------------- engine

@@ -103,6 +103,7 @@ void CpuExecutor::worker_loop() {
         // the frontend we wait for may be queued behind us on it.
         if (round % kRoundsPerYield == 0) std::this_thread::yield();
         count = queue_.pop(batch, kMaxBatch, more);
+        if (count == 0 && engine_.on_cpu_spinning()) count = queue_.pop(batch, kMaxBatch, more);
       }
       spinning_.fetch_sub(1, std::memory_order_seq_cst);
     }
