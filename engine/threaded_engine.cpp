@@ -144,9 +144,11 @@ class ThreadedEngine final : public EngineCore {
     const bool batched = (op->kind == OpKind::Sync || op->kind == OpKind::Async) && op->device.is_cpu() &&
                          !op->entries.empty();
     PushBuffer* buffer = batched ? buffers_.mine() : nullptr;
-    if (buffer == nullptr) {
+    // With no worker active and nothing held back, batching would only delay
+    // the op: the engine is idle, or this thread pushes now and then.
+    if (buffer == nullptr || (cpu_->idle() && !buffer->maybe_holds_ops())) {
       counter_.add_pushed();
-      register_now(op, nullptr);
+      register_now(op, buffer);
       return;
     }
     buffer->lock();
@@ -182,7 +184,7 @@ class ThreadedEngine final : public EngineCore {
   // variables may wait behind: the caller's own (`own`, program order) and
   // those of the buffers holding the variables' claims.
   void register_now(OpBlock* op, PushBuffer* own) {
-    if (own) flush(*own);
+    if (own && own->maybe_holds_ops()) flush(*own);
     for (Entry& e : op->entries) {
       PushBuffer* holder = e.var->claim.load(std::memory_order_acquire);
       if (holder != nullptr && holder != own) flush(*holder);

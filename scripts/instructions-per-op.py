@@ -4,10 +4,12 @@
 Wall times on a shared VM move by 2x from run to run; instruction counts do
 not. This runs one core_bench workload under callgrind twice, briefly and at
 length, counting only inside Engine::push (the frontend's side of an op),
-EngineCore::invoke (running it) and ThreadedEngine::complete_and_continue
-(completing it and picking the next), and prints the difference divided by
-the difference in calls: the steady state per op, without the first
-iteration's allocations.
+ThreadedEngine::on_cpu_spinning (a worker registering sealed batches of
+pushes), EngineCore::invoke (running an op) and
+ThreadedEngine::complete_and_continue (completing it and picking the next),
+and prints the difference divided by the difference in operations (the
+calls of invoke): the steady state per op, without the first iteration's
+allocations.
 
     scripts/instructions-per-op.py [--binary build/bench/core_bench]
         [--benchmark chain/depengine/1]
@@ -24,6 +26,7 @@ import tempfile
 
 FUNCTIONS = {
     "push": "depengine::Engine::push(",
+    "register": "depengine::ThreadedEngine::on_cpu_spinning(",
     "invoke": "depengine::EngineCore::invoke(",
     "complete": "depengine::ThreadedEngine::complete_and_continue(",
 }
@@ -73,11 +76,15 @@ def main():
         short = profile(args.binary, args.benchmark, 0.01, f"{tmp}/short.out")
         long = profile(args.binary, args.benchmark, 1.0, f"{tmp}/long.out")
     print(f"{args.benchmark}: instructions per op, steady state (callgrind)")
+    if "invoke" not in short or "invoke" not in long or long["invoke"][1] == short["invoke"][1]:
+        print("  no operation ran")
+        return 1
+    ops = long["invoke"][1] - short["invoke"][1]
     for label in FUNCTIONS:
-        if label not in short or label not in long or long[label][1] == short[label][1]:
-            print(f"  {label:10} n/a (not called, or as often in both runs)")
+        if label not in short or label not in long:
+            print(f"  {label:10} n/a (not called)")
             continue
-        instructions = (long[label][0] - short[label][0]) / (long[label][1] - short[label][1])
+        instructions = (long[label][0] - short[label][0]) / ops
         print(f"  {label:10} {instructions:7.0f}   ({long[label][1]:,} calls in the long run)")
 
 
