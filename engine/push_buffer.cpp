@@ -65,7 +65,7 @@ void PushBuffer::seal_current() {
 }
 
 std::size_t PushBuffer::register_sealed(ReadyList& ready) {
-  register_lock_.lock();
+  if (!register_lock_.try_lock()) return 0;
   lock_.lock();
   const std::size_t count = sealed_;
   lock_.unlock();

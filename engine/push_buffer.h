@@ -78,7 +78,9 @@ class PushBuffer {
 
   // Any thread, without lock() held. Each returns how many operations it
   // registered; those that can start go to `ready`.
-  /// Registers the batches sealed so far.
+  /// Registers the batches sealed so far, unless another thread is
+  /// registering this buffer's batches (then returns 0 at once: the caller
+  /// only looks for work, and should not sleep on the lock).
   std::size_t register_sealed(ReadyList& ready);
   /// Registers everything, the current batch included.
   std::size_t flush(ReadyList& ready);
