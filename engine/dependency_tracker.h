@@ -75,7 +75,7 @@ class ReadyList {
     }
   }
   /// The same, for grants made while registering ops whose count has no push
-  /// hold (PushBuffer::flush): an op with one entry, granted here, was counted
+  /// hold (a PushBuffer's batch): an op with one entry, granted here, was counted
   /// down by nobody else and never will be, so it is ready without the
   /// atomic decrement.
   void settle_registered() {

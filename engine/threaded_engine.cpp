@@ -5,11 +5,13 @@
 // consistently); other pushes register at once. Ready operations go to
 // their device's executor.
 //
-// When a batch is flushed (the policy): when it is full; at once while no
-// CPU worker is active (nothing would run it sooner by waiting); when its
-// thread blocks (wait_*, back-pressure) or, on a worker, completes an
-// operation; when another thread pushes onto a variable it holds; when a
-// worker runs out of work; and at the latest after the FlushTimer's bound.
+// When batches are registered (the policy): a full batch is sealed and left
+// for a worker that runs out of work, unless no worker is active or every
+// slot is taken; everything a buffer holds, at once while no CPU worker is
+// active (nothing would run it sooner by waiting), when its thread blocks
+// (wait_*, back-pressure) or, on a worker, completes an operation, when
+// another thread pushes onto a variable it holds, when a worker retires, and
+// at the latest after the FlushTimer's bound.
 
 #include <algorithm>
 #include <atomic>
