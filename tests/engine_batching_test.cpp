@@ -279,5 +279,34 @@ TEST(Batching, PushesFromInsideAnOpRunWithoutAFrontendCall) {
   engine.wait_all();
 }
 
+// Threads that pushed and ended leave their batches behind: they run with
+// nobody waiting, and the engine's destructor waits for them.
+TEST(Batching, OpsHeldByThreadsThatEndedStillRun) {
+  constexpr int kThreads = 8, kPushes = 50;
+  std::atomic<int> ran{0};
+  auto push_from_threads = [&](Engine& engine) {
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&] {
+        Var v = engine.new_var();
+        for (int i = 0; i < kPushes; ++i) engine.push([&](RunContext&) { ++ran; }, {}, {v});
+      });
+    }
+    for (auto& th : threads) th.join();
+  };
+  {
+    Engine engine(threaded(2));
+    push_from_threads(engine);
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (ran < kThreads * kPushes && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    EXPECT_EQ(ran.load(), kThreads * kPushes) << "without any blocking call";
+    ran = 0;
+    push_from_threads(engine);
+  }
+  EXPECT_EQ(ran.load(), kThreads * kPushes) << "by the end of the destructor";
+}
+
 }  // namespace
 }  // namespace depengine
