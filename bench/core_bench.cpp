@@ -1,5 +1,6 @@
 // Core micro-benchmarks: the same task graphs, pushed from scratch every
-// iteration, on depengine (threaded), the naive engine, oneTBB's flow graph,
+// iteration, on depengine (threaded; `depengine_unbatched` with
+// EngineOptions::batch_pushes off), the naive engine, oneTBB's flow graph,
 // OpenMP tasks with depend clauses and, when built with it, StarPU. Ops are
 // empty, so what is measured is the cost per operation of the runtime itself.
 //
@@ -155,10 +156,10 @@ void measure(benchmark::State& state, std::size_t ops, RunOnce&& run_once) {
   state.counters["ns_per_op"] = total_ns / static_cast<double>(total_ops);
 }
 
-void run_engine(benchmark::State& state, Workload (*make)(int), EngineKind kind) {
+void run_engine(benchmark::State& state, Workload (*make)(int), EngineKind kind, bool batch_pushes) {
   const Workload& w = workload(make);
   const int threads = static_cast<int>(state.range(0));
-  Engine engine({.kind = kind, .cpu_threads = threads, .read_environment = false});
+  Engine engine({.kind = kind, .cpu_threads = threads, .read_environment = false, .batch_pushes = batch_pushes});
   std::vector<Var> vars;
   for (int i = 0; i < w.num_vars; ++i) vars.push_back(engine.new_var());
   std::vector<Var> reads, writes;
@@ -307,9 +308,13 @@ void register_all() {
       {"stencil_1d", stencil_1d}, {"random_rw", random_rw}};
   for (const auto& [name, make] : workloads) {
     const std::string prefix(name);
-    benchmark::RegisterBenchmark((prefix + "/depengine").c_str(), run_engine, make, EngineKind::Threaded)
+    benchmark::RegisterBenchmark((prefix + "/depengine").c_str(), run_engine, make, EngineKind::Threaded, true)
         ->Arg(1)->Arg(2)->UseRealTime();
-    benchmark::RegisterBenchmark((prefix + "/naive").c_str(), run_engine, make, EngineKind::Naive)
+    // Each push registered at once: what batching buys, in the same run.
+    benchmark::RegisterBenchmark((prefix + "/depengine_unbatched").c_str(), run_engine, make, EngineKind::Threaded,
+                                 false)
+        ->Arg(1)->Arg(2)->UseRealTime();
+    benchmark::RegisterBenchmark((prefix + "/naive").c_str(), run_engine, make, EngineKind::Naive, true)
         ->Arg(1)->UseRealTime();
     benchmark::RegisterBenchmark((prefix + "/tbb_flow_graph").c_str(), run_tbb_flow_graph, make)
         ->Arg(1)->Arg(2)->UseRealTime();

@@ -395,6 +395,13 @@ EngineOptions apply_environment(EngineOptions options) {
     }
     options.cpu_threads = static_cast<int>(n);
   }
+  if (const char* batch = std::getenv("DEPENGINE_BATCH_PUSHES"); batch && *batch) {
+    const std::string b(batch);
+    if (b != "0" && b != "1") {
+      throw std::invalid_argument("depengine: DEPENGINE_BATCH_PUSHES must be 0 or 1, not '" + b + "'");
+    }
+    options.batch_pushes = b == "1";
+  }
   return options;
 }
 

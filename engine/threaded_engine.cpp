@@ -143,8 +143,8 @@ class ThreadedEngine final : public EngineCore {
   void submit(OpBlock* op) override {
     if (count_down(t_pushes_to_check, check_interval_) && !in_operation()) apply_back_pressure();
     if (detail::OpObserver* obs = observer()) [[unlikely]] obs->on_push(*op);
-    const bool batched = (op->kind == OpKind::Sync || op->kind == OpKind::Async) && op->device.is_cpu() &&
-                         !op->entries.empty();
+    const bool batched = options_.batch_pushes && (op->kind == OpKind::Sync || op->kind == OpKind::Async) &&
+                         op->device.is_cpu() && !op->entries.empty();
     PushBuffer* buffer = batched ? buffers_.mine() : nullptr;
     // With no worker active and nothing held back, batching would only delay
     // the op: the engine is idle, or this thread pushes now and then.

@@ -14,7 +14,10 @@ measured 2-5x slower than in a fresh process).
 
     scripts/core-bench-table.py [--binary build/bench/core_bench] [--runs 3]
         [--repetitions 7] [--min-time 0.3] [--workloads REGEX]
-        [--systems depengine,naive,tbb_flow_graph,omp_task]
+        [--systems depengine,depengine_unbatched,naive,tbb_flow_graph,omp_task]
+
+depengine_unbatched is depengine with EngineOptions::batch_pushes off: its
+column in the ratio table is what batching buys, measured in the same run.
 """
 
 import argparse
@@ -67,7 +70,7 @@ def main():
     parser.add_argument("--repetitions", type=int, default=7)
     parser.add_argument("--min-time", default="0.3")
     parser.add_argument("--workloads", default="|".join(WORKLOADS), help="regex of workload names")
-    parser.add_argument("--systems", default="depengine,naive,tbb_flow_graph,omp_task",
+    parser.add_argument("--systems", default="depengine,depengine_unbatched,naive,tbb_flow_graph,omp_task",
                         help="comma-separated; starpu where it was built")
     args = parser.parse_args()
     if args.runs < 1 or args.repetitions < 1:

@@ -205,8 +205,10 @@ TEST(Batching, AHeldPushRunsWhileTheFrontendMakesNoFurtherCall) {
 // Thread A's push returns, A tells B through an atomic flag, B pushes: B's
 // op must see A's, though A's may still sit in A's buffer.
 TEST(Batching, APushThatReturnedIsOrderedBeforeAnotherThreadsLaterPush) {
-  for (int threads : {1, 2}) {
-    Engine engine(threaded(threads));
+  for (int threads : {1, 2, -1}) {  // -1: two threads, batching off
+    EngineOptions options = threaded(threads < 0 ? 2 : threads);
+    options.batch_pushes = threads > 0;
+    Engine engine(options);
     constexpr int kRounds = 2000;
     std::vector<Var> vars;
     for (int i = 0; i < 8; ++i) vars.push_back(engine.new_var());

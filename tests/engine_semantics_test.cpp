@@ -356,6 +356,18 @@ TEST(EngineOptions, EnvironmentOverridesKindAndThreads) {
     Engine engine({.kind = EngineKind::Naive, .read_environment = false});
     EXPECT_EQ(engine.kind(), EngineKind::Naive);
   }
+  setenv("DEPENGINE_BATCH_PUSHES", "2", 1);
+  EXPECT_THROW(Engine{}, std::invalid_argument);
+  for (const char* accepted : {"0", "1"}) {
+    setenv("DEPENGINE_BATCH_PUSHES", accepted, 1);
+    Engine engine;
+    Var v = engine.new_var();
+    int value = 0;
+    engine.push([&](RunContext&) { value = 1; }, {}, {v});
+    engine.wait_to_read(v);
+    EXPECT_EQ(value, 1) << "DEPENGINE_BATCH_PUSHES=" << accepted;
+  }
+  unsetenv("DEPENGINE_BATCH_PUSHES");
   setenv("DEPENGINE_ENGINE", "fast", 1);
   EXPECT_THROW(Engine{}, std::invalid_argument);
   setenv("DEPENGINE_ENGINE", "threaded", 1);

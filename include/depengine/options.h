@@ -30,9 +30,15 @@ struct EngineOptions {
   /// Back-pressure: a push from outside the engine blocks while more than this
   /// many operations are in flight, so memory stays bounded.
   std::size_t max_ops_in_flight = 1u << 16;
-  /// When true (the default) the environment variables DEPENGINE_ENGINE and
-  /// DEPENGINE_CPU_THREADS override `kind` and `cpu_threads`.
+  /// When true (the default) the environment variables DEPENGINE_ENGINE,
+  /// DEPENGINE_CPU_THREADS and DEPENGINE_BATCH_PUSHES override `kind`,
+  /// `cpu_threads` and `batch_pushes`.
   bool read_environment = true;
+  /// Threaded engine: register a thread's CPU pushes in batches (see
+  /// docs/semantics.md, "Batched pushes"). False registers each push at
+  /// once, which costs more per operation while workers are busy; the
+  /// guarantees are the same.
+  bool batch_pushes = true;
 };
 
 /// How devices treat an operation (after MXNet's FnProperty).
