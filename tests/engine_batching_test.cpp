@@ -197,7 +197,9 @@ TEST(Batching, AHeldPushRunsWhileTheFrontendMakesNoFurtherCall) {
       {}, {busy});
   while (!started) std::this_thread::yield();
   engine.push([&](RunContext&) { ran = true; }, {}, {other});
-  while (!ran) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!ran && std::chrono::steady_clock::now() < give_up) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  EXPECT_TRUE(ran.load()) << "the held push never ran";
   engine.wait_all();
   EXPECT_TRUE(saw_it);
 }

@@ -97,7 +97,12 @@ TEST(ProfilerWithoutHooks, StartSaysTheHooksWereCompiledOut) {
 }
 
 TEST_F(ProfilerTest, ChainHasOneSliceAndOneArrowPerRelease) {
-  Engine engine(threaded());
+  // Each push registered as it is made: batched, the chain could be
+  // registered only at the wait below, after the first op completed, and
+  // the second would then start ready, released by no completion.
+  EngineOptions options = threaded();
+  options.batch_pushes = false;
+  Engine engine(options);
   Profiler profiler(engine);
   profiler.start();
   Var v = engine.new_var("v");
