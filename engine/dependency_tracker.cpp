@@ -73,25 +73,10 @@ void grant_ready_entries(VarState& var, ReadyList* ready) {
   }
 }
 
-}  // namespace
-
-bool append(VarState& var, Entry& entry) {
-  entry.prev = var.tail;
-  entry.set_next(nullptr);
-  entry.launched = false;
-  if (var.tail) {
-    var.tail->set_next(&entry);
-  } else {
-    var.head = &entry;
-  }
-  var.tail = &entry;
-  if (var.first_ungranted != nullptr) return false;
-  var.first_ungranted = &entry;
-  grant_ready_entries(var, nullptr);
-  return var.first_ungranted == nullptr;
-}
-
-void splice(VarState& var, Entry& first, Entry& last, ReadyList& ready) {
+// Links `first` .. `last` (already linked to one another) at the tail of the
+// queue; returns whether they start its ungranted part, from which the
+// caller then grants.
+bool link_at_tail(VarState& var, Entry& first, Entry& last) {
   first.prev = var.tail;
   if (var.tail) {
     var.tail->set_next(&first);
@@ -99,9 +84,23 @@ void splice(VarState& var, Entry& first, Entry& last, ReadyList& ready) {
     var.head = &first;
   }
   var.tail = &last;
-  if (var.first_ungranted != nullptr) return;
+  if (var.first_ungranted != nullptr) return false;
   var.first_ungranted = &first;
-  grant_ready_entries(var, &ready);
+  return true;
+}
+
+}  // namespace
+
+bool append(VarState& var, Entry& entry) {
+  entry.set_next(nullptr);
+  entry.launched = false;
+  if (!link_at_tail(var, entry, entry)) return false;
+  grant_ready_entries(var, nullptr);
+  return var.first_ungranted == nullptr;
+}
+
+void splice(VarState& var, Entry& first, Entry& last, ReadyList& ready) {
+  if (link_at_tail(var, first, last)) grant_ready_entries(var, &ready);
 }
 
 void mark_launched(VarState& var, Entry& entry, ReadyList& ready) {

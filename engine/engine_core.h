@@ -111,10 +111,10 @@ class EngineCore {
     if (!op.input_failed.load(std::memory_order_acquire)) [[likely]] return nullptr;
     return failed_input_error(op);
   }
+  static std::exception_ptr failed_input_error(const detail::OpBlock& op);
   /// For an op whose entries are in no queue (naive mode): gives each entry
   /// its variable's current error, for input_error.
   static void take_input_errors(detail::OpBlock& op);
-  static std::exception_ptr failed_input_error(const detail::OpBlock& op);
   /// Reports and clears the failure of one variable (for wait_to_*).
   static std::exception_ptr take_error(detail::VarState& var);
   /// Reports and clears every unreported failure (for wait_all); the first.

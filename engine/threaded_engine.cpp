@@ -187,9 +187,13 @@ class ThreadedEngine final : public EngineCore {
   // those of the buffers holding the variables' claims.
   void register_now(OpBlock* op, PushBuffer* own) {
     if (own && own->maybe_holds_ops()) flush(*own);
+    PushBuffer* flushed = nullptr;  // neighbouring variables claimed by one buffer flush it once
     for (Entry& e : op->entries) {
       PushBuffer* holder = e.var->claim.load(std::memory_order_acquire);
-      if (holder != nullptr && holder != own) flush(*holder);
+      if (holder != nullptr && holder != own && holder != flushed) {
+        flush(*holder);
+        flushed = holder;
+      }
     }
     const int entries = static_cast<int>(op->entries.size());
     op->pending.store(entries + 1, std::memory_order_relaxed);
