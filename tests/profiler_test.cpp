@@ -36,6 +36,16 @@ EngineOptions threaded(int threads = 2) {
   return o;
 }
 
+// Each push registered as it is made. The tests that count release arrows
+// hold their first op until everything is pushed, so that each later op is
+// released by a completion; batched, the later ops could be registered only
+// at the wait, after the first op completed, and would start ready.
+EngineOptions registered_at_push() {
+  EngineOptions o = threaded();
+  o.batch_pushes = false;
+  return o;
+}
+
 std::vector<json> events_of(const json& trace, const std::string& ph, const std::string& cat = "") {
   std::vector<json> out;
   for (const json& e : trace.at("traceEvents")) {
@@ -97,12 +107,7 @@ TEST(ProfilerWithoutHooks, StartSaysTheHooksWereCompiledOut) {
 }
 
 TEST_F(ProfilerTest, ChainHasOneSliceAndOneArrowPerRelease) {
-  // Each push registered as it is made: batched, the chain could be
-  // registered only at the wait below, after the first op completed, and
-  // the second would then start ready, released by no completion.
-  EngineOptions options = threaded();
-  options.batch_pushes = false;
-  Engine engine(options);
+  Engine engine(registered_at_push());
   Profiler profiler(engine);
   profiler.start();
   Var v = engine.new_var("v");
@@ -162,7 +167,7 @@ TEST_F(ProfilerTest, ParallelOpsNeverOverlapOnATrack) {
 }
 
 TEST_F(ProfilerTest, FanOutArrowsComeFromTheWriter) {
-  Engine engine(threaded());
+  Engine engine(registered_at_push());
   Profiler profiler(engine);
   profiler.start();
   Var x = engine.new_var("x");
