@@ -47,9 +47,10 @@ void PushBuffer::add(OpBlock* op) {
 }
 
 std::size_t PushBuffer::seal() {
-  if (sealed_ + 1 == kBatches) return 0;
+  // The acquire in sealed_count: the slot to be current next was emptied.
+  if (sealed_count() + 1 == kBatches) return 0;
   seal_current();
-  return sealed_;
+  return sealed_count();
 }
 
 void PushBuffer::seal_current() {
@@ -59,16 +60,14 @@ void PushBuffer::seal_current() {
     run.last = run.var->batch_tail;
     run.var->batch_tail = nullptr;
   }
-  ++sealed_;
-  sealed_hint_.store(true, std::memory_order_relaxed);
+  sealed_end_.store(sealed_end_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   sealed_anywhere_.fetch_add(1, std::memory_order_relaxed);
 }
 
 std::size_t PushBuffer::register_sealed(ReadyList& ready) {
   if (!register_lock_.try_lock()) return 0;
-  lock_.lock();
-  const std::size_t count = sealed_;
-  lock_.unlock();
+  // Acquire: the batches counted are complete.
+  const std::uint64_t count = sealed_end_.load(std::memory_order_acquire) - oldest_.load(std::memory_order_relaxed);
   const std::size_t registered = register_oldest(count, ready);
   register_lock_.unlock();
   return registered;
@@ -81,13 +80,13 @@ std::size_t PushBuffer::flush(ReadyList& ready) {
   // Everything pushed before this call is sealed before the count is
   // taken: the current batch (making room first when every slot is taken),
   // unless its owner sealed it meanwhile, leaving a new, empty one.
-  while (!empty() && sealed_ + 1 == kBatches) {
+  while (!empty() && sealed_count() + 1 == kBatches) {
     lock_.unlock();
     registered += register_oldest(1, ready);
     lock_.lock();
   }
   if (!empty()) seal_current();
-  const std::size_t count = sealed_;
+  const std::uint64_t count = sealed_count();
   lock_.unlock();
   registered += register_oldest(count, ready);
   register_lock_.unlock();
@@ -97,7 +96,7 @@ std::size_t PushBuffer::flush(ReadyList& ready) {
 std::size_t PushBuffer::flush_if_stale(ReadyList& ready, bool& holds_ops) {
   register_lock_.lock();
   lock_.lock();
-  holds_ops = sealed_ != 0 || !empty();
+  holds_ops = sealed_count() != 0 || !empty();
   lock_.unlock();
   const bool stale = holds_ops && registrations_ == registrations_seen_;
   registrations_seen_ = registrations_;
@@ -107,24 +106,19 @@ std::size_t PushBuffer::flush_if_stale(ReadyList& ready, bool& holds_ops) {
   return flush(ready);
 }
 
-std::size_t PushBuffer::register_oldest(std::size_t count, ReadyList& ready) {
+std::size_t PushBuffer::register_oldest(std::uint64_t count, ReadyList& ready) {
   std::size_t registered = 0;
-  for (std::size_t i = 0; i < count; ++i) {
+  for (std::uint64_t i = 0; i < count; ++i) {
     // Sealed batches are the owner's no longer, and their slot stays
-    // counted until registered: no lock needed to read them.
-    lock_.lock();
-    Batch& batch = batches_[oldest_];
-    lock_.unlock();
+    // counted until oldest_ moves past it.
+    const std::uint64_t oldest = oldest_.load(std::memory_order_relaxed);
+    Batch& batch = batches_[oldest % kBatches];
     const std::size_t ops = batch.ops;
     register_batch(batch, ready);
     registered += ops;
     ++registrations_;
     registered_.store(registered_.load(std::memory_order_relaxed) + ops, std::memory_order_relaxed);
-    lock_.lock();
-    oldest_ = (oldest_ + 1) % kBatches;
-    --sealed_;
-    sealed_hint_.store(sealed_ != 0, std::memory_order_relaxed);
-    lock_.unlock();
+    oldest_.store(oldest + 1, std::memory_order_release);
     sealed_anywhere_.fetch_sub(1, std::memory_order_relaxed);
   }
   return registered;

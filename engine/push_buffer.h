@@ -31,6 +31,11 @@
 // with many entries, and never interleaves with another registration in
 // two orders.
 //
+// Sealed batches pass from the owner to a registrant through two counters,
+// not through lock_: the owner takes lock_ on every push, and a worker that
+// took it to pick up a batch would pull the owner's line away (and make it
+// wait) once per batch.
+//
 // Locks: register_lock_, then lock_ (briefly), then variables' locks; a
 // thread holds at most one buffer's locks.
 
@@ -89,8 +94,10 @@ class PushBuffer {
   /// whether any remain.
   std::size_t flush_if_stale(ReadyList& ready, bool& holds_ops);
 
-  /// Whether sealed batches wait (a hint, read without the lock).
-  bool has_sealed() const { return sealed_hint_.load(std::memory_order_relaxed); }
+  /// Whether sealed batches wait (a hint, read without the locks).
+  bool has_sealed() const {
+    return sealed_end_.load(std::memory_order_relaxed) != oldest_.load(std::memory_order_relaxed);
+  }
   /// For the owner, without the lock: false only when everything it pushed
   /// was registered (it may be true needlessly, never false wrongly).
   bool maybe_holds_ops() const {
@@ -107,7 +114,8 @@ class PushBuffer {
     Entry* first;
     Entry* last;
   };
-  struct Batch {
+  // A line each: the owner fills one batch while a registrant empties another.
+  struct alignas(64) Batch {
     std::size_t ops = 0;
     std::vector<Run> runs;
   };
@@ -115,25 +123,35 @@ class PushBuffer {
   // that a batch being registered is never the current one.
   static constexpr std::size_t kBatches = 4;
 
-  Batch& current() { return batches_[(oldest_ + sealed_) % kBatches]; }
-  const Batch& current() const { return batches_[(oldest_ + sealed_) % kBatches]; }
+  // Batches are numbered from 0 as they are started: [oldest_, sealed_end_)
+  // are sealed, sealed_end_ is the current one, in slot number % kBatches.
+  std::uint64_t sealed_count() const {
+    return sealed_end_.load(std::memory_order_relaxed) - oldest_.load(std::memory_order_acquire);
+  }
+  Batch& current() { return batches_[sealed_end_.load(std::memory_order_relaxed) % kBatches]; }
+  const Batch& current() const { return batches_[sealed_end_.load(std::memory_order_relaxed) % kBatches]; }
   void seal_current();  // lock_ held, a free slot
   /// Registers the `count` oldest sealed batches (register_lock_ held).
-  std::size_t register_oldest(std::size_t count, ReadyList& ready);
+  std::size_t register_oldest(std::uint64_t count, ReadyList& ready);
   static void register_batch(Batch& batch, ReadyList& ready);
 
-  alignas(64) ShortLock lock_;  // the current batch and the slots' indices
-  std::size_t oldest_ = 0;
-  std::size_t sealed_ = 0;
-  std::array<Batch, kBatches> batches_;
+  alignas(64) ShortLock lock_;  // the current batch, and sealing it
   // Written under the lock only, so a plain store counts: cheaper than the
   // locked add of a shared counter, on a line this thread owns anyway.
   std::atomic<std::uint64_t> pushed_{0};
-  std::atomic<bool> sealed_hint_{false};
   std::atomic<std::size_t>& sealed_anywhere_;
 
+  // Apart from lock_'s line: workers looking for sealed batches read it,
+  // and the owner writes it once per batch only. Released under lock_, once
+  // the batch it closes is complete.
+  alignas(64) std::atomic<std::uint64_t> sealed_end_{0};
+
+  std::array<Batch, kBatches> batches_;
+
   alignas(64) SpinLock register_lock_;  // registrations, one at a time
-  std::uint64_t registrations_ = 0;     // guarded by register_lock_
+  // Released once the registered batch's slot is emptied, for reuse.
+  std::atomic<std::uint64_t> oldest_{0};  // written under register_lock_
+  std::uint64_t registrations_ = 0;       // guarded by register_lock_
   std::uint64_t registrations_seen_ = 0;
   std::atomic<std::uint64_t> registered_{0};  // ops; written under register_lock_
 };
