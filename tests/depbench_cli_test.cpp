@@ -34,12 +34,10 @@ std::string slurp(const fs::path& path) {
   return ss.str();
 }
 
+// Made again after a suite's teardown removed it (--gtest_repeat).
 const fs::path& scratch() {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("depbench_cli_" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
+  static const fs::path dir = fs::temp_directory_path() / ("depbench_cli_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
   return dir;
 }
 
