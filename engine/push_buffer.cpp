@@ -32,9 +32,6 @@ void PushBuffer::add(OpBlock* op) {
     // The entry is fresh from make_op: unlinked, not launched.
     if (var.batch_tail == nullptr) {
       batch.runs.push_back({&var, &e, nullptr});
-      // The registration locks it: let the line, which a worker completing
-      // an earlier op may hold, arrive meanwhile.
-      prefetch_for_write(&var);
     } else {
       var.batch_tail->set_next(&e);
       e.prev = var.batch_tail;
@@ -126,6 +123,10 @@ std::size_t PushBuffer::register_oldest(std::uint64_t count, ReadyList& ready) {
 
 void PushBuffer::register_batch(Batch& batch, ReadyList& ready) {
   std::vector<Run>& runs = batch.runs;
+  // Each lock below is an atomic instruction, which waits for the one
+  // before: were the variables' lines (held by the workers that completed
+  // their last ops) fetched one lock at a time, their misses would add up.
+  for (const Run& run : runs) prefetch_for_write(run.var);
   if (runs.size() > 1) {
     std::sort(runs.begin(), runs.end(), [](const Run& a, const Run& b) { return a.var < b.var; });
   }
