@@ -43,11 +43,11 @@ void PushBuffer::add(OpBlock* op) {
   pushed_.store(pushed_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
 }
 
-std::size_t PushBuffer::seal() {
+bool PushBuffer::seal() {
   // The acquire in sealed_count: the slot to be current next was emptied.
-  if (sealed_count() + 1 == kBatches) return 0;
+  if (sealed_count() + 1 == kBatches) return false;
   seal_current();
-  return sealed_count();
+  return true;
 }
 
 void PushBuffer::seal_current() {
@@ -86,6 +86,17 @@ std::size_t PushBuffer::flush(ReadyList& ready) {
   const std::uint64_t count = sealed_count();
   lock_.unlock();
   registered += register_oldest(count, ready);
+  register_lock_.unlock();
+  return registered;
+}
+
+std::size_t PushBuffer::seal_making_room(ReadyList& ready) {
+  register_lock_.lock();
+  const std::size_t registered = sealed_count() + 1 == kBatches ? register_oldest(1, ready) : 0;
+  lock_.lock();
+  // Empty when another thread flushed it meanwhile.
+  if (!empty()) seal_current();
+  lock_.unlock();
   register_lock_.unlock();
   return registered;
 }

@@ -76,10 +76,9 @@ class PushBuffer {
   bool full() const { return current().ops >= kMaxOps || current().runs.size() >= kMaxVars; }
   /// Whether the current batch holds nothing.
   bool empty() const { return current().ops == 0; }
-  /// Closes the current batch, to be registered later; returns how many
-  /// sealed batches wait now. 0 (and nothing changed) when every slot is
-  /// taken: the caller must flush.
-  std::size_t seal();
+  /// Closes the current batch, to be registered later. False (and nothing
+  /// changed) when every slot is taken: see seal_making_room.
+  bool seal();
 
   // Any thread, without lock() held. Each returns how many operations it
   // registered; those that can start go to `ready`.
@@ -89,6 +88,12 @@ class PushBuffer {
   std::size_t register_sealed(ReadyList& ready);
   /// Registers everything, the current batch included.
   std::size_t flush(ReadyList& ready);
+  /// The owner's, when seal() found every slot taken: registers the oldest
+  /// sealed batch (unless a registration made room meanwhile), then seals
+  /// the current one. The other sealed batches are left for the workers: a
+  /// frontend that outruns them would otherwise end up registering every
+  /// batch itself, and be slower still.
+  std::size_t seal_making_room(ReadyList& ready);
   /// For a periodic check: flushes when operations waited since the
   /// previous call and nothing was registered meanwhile. `holds_ops` tells
   /// whether any remain.

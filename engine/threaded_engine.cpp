@@ -6,12 +6,12 @@
 // their device's executor.
 //
 // When batches are registered (the policy): a full batch is sealed and left
-// for a worker that runs out of work, unless no worker is active or every
-// slot is taken; everything a buffer holds, at once while no CPU worker is
-// active (nothing would run it sooner by waiting), when its thread blocks
-// (wait_*, back-pressure) or, on a worker, completes an operation, when
-// another thread pushes onto a variable it holds, when a worker retires, and
-// at the latest after the FlushTimer's bound.
+// for a worker that runs out of work (when every slot is taken, the frontend
+// registers the oldest one to make room); everything a buffer holds, at once
+// while no CPU worker is active (nothing would run it sooner by waiting),
+// when its thread blocks (wait_*, back-pressure) or, on a worker, completes
+// an operation, when another thread pushes onto a variable it holds, when a
+// worker retires, and at the latest after the FlushTimer's bound.
 
 #include <algorithm>
 #include <atomic>
@@ -164,12 +164,19 @@ class ThreadedEngine final : public EngineCore {
     buffer->add(op);
     if (buffer->full()) {
       // A sealed batch waits for a worker that runs out of work (with none
-      // active, or every slot taken, this thread registers everything):
-      // registering is a good part of a push's cost, better paid by a
-      // worker than by the frontend that feeds them.
-      const std::size_t sealed = cpu_->idle() ? 0 : buffer->seal();
+      // active, this thread registers everything; with every slot taken, the
+      // oldest batch): registering is a good part of a push's cost, better
+      // paid by a worker than by the frontend that feeds them.
+      const bool idle = cpu_->idle();
+      const bool sealed = !idle && buffer->seal();
       buffer->unlock();
-      if (sealed == 0) flush(*buffer);
+      if (idle) {
+        flush(*buffer);
+      } else if (!sealed) {
+        ReadyList ready;
+        buffer->seal_making_room(ready);
+        dispatch(ready, nullptr);
+      }
       return;
     }
     if (cpu_->idle()) {

@@ -137,9 +137,9 @@ TEST(PushBuffer, SealedBatchesAreRegisteredOldestFirstAndTheCurrentOneOnlyByAFlu
   };
   push();
   push();
-  ASSERT_EQ(buffer.seal(), 1u);
+  ASSERT_TRUE(buffer.seal());
   push();
-  ASSERT_EQ(buffer.seal(), 2u);
+  ASSERT_TRUE(buffer.seal());
   push();  // the current batch
   EXPECT_EQ(sealed.load(), 2u);
   EXPECT_TRUE(buffer.has_sealed());
@@ -166,7 +166,7 @@ TEST(PushBuffer, AFlushMakesRoomWhenEverySlotIsSealed) {
     ops.push_back(make_op({&v}, true));
     ASSERT_TRUE(buffer.claim(*ops.back()));
     buffer.add(ops.back().get());
-    if (buffer.seal() == 0) break;
+    if (!buffer.seal()) break;
   }
   EXPECT_GT(sealed.load(), 1u);
   ReadyList ready;
@@ -174,6 +174,40 @@ TEST(PushBuffer, AFlushMakesRoomWhenEverySlotIsSealed) {
   std::size_t queued = 0;
   for (Entry* e = v.head; e != nullptr; e = e->next, ++queued) EXPECT_EQ(e->op, ops[queued].get());
   EXPECT_EQ(queued, ops.size());
+}
+
+// With every slot taken, the owner registers the oldest batch only and seals
+// the current one; the rest wait for a worker, and order is kept.
+TEST(PushBuffer, SealingWithEverySlotTakenRegistersTheOldestBatchOnly) {
+  VarState v;
+  std::atomic<std::size_t> sealed{0};
+  PushBuffer buffer(sealed);
+  std::vector<std::unique_ptr<OpBlock>> ops;
+  auto push = [&] {
+    ops.push_back(make_op({&v}, true));
+    ASSERT_TRUE(buffer.claim(*ops.back()));
+    buffer.add(ops.back().get());
+  };
+  std::size_t batches = 0;
+  for (;;) {
+    push();
+    push();  // two ops a batch
+    if (!buffer.seal()) break;
+    ++batches;
+  }
+  ASSERT_GT(batches, 1u);
+  ReadyList ready;
+  EXPECT_EQ(buffer.seal_making_room(ready), 2u);
+  EXPECT_EQ(sealed.load(), batches);  // one registered, the current one sealed
+  std::size_t queued = 0;
+  for (Entry* e = v.head; e != nullptr; e = e->next) ++queued;
+  EXPECT_EQ(queued, 2u);
+  EXPECT_TRUE(buffer.empty());
+  EXPECT_EQ(buffer.register_sealed(ready), ops.size() - 2);
+  queued = 0;
+  for (Entry* e = v.head; e != nullptr; e = e->next, ++queued) EXPECT_EQ(e->op, ops[queued].get());
+  EXPECT_EQ(queued, ops.size());
+  EXPECT_FALSE(buffer.maybe_holds_ops());
 }
 
 // ---------------------------------------------------------------- engine
