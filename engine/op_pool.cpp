@@ -11,13 +11,16 @@ OpPool::Stock& OpPool::stock() {
 
 OpPool::ThreadCache::~ThreadCache() {
   if (!blocks.empty()) give_batch(blocks, 0);
+  t_cache = nullptr;
+  t_cache_destroyed = true;
 }
 
-OpPool::ThreadCache& OpPool::make_cache() {
+OpPool::ThreadCache* OpPool::make_cache() {
+  if (t_cache_destroyed) return nullptr;
   // Owns the cache and returns its blocks when the thread ends.
   thread_local ThreadCache c;
   t_cache = &c;
-  return c;
+  return &c;
 }
 
 void OpPool::take_batch(std::vector<OpBlock*>& to) {
@@ -38,7 +41,9 @@ void OpPool::give_batch(std::vector<OpBlock*>& blocks, std::size_t from) {
 }
 
 OpBlock* OpPool::acquire() {
-  std::vector<OpBlock*>& blocks = cache().blocks;
+  ThreadCache* c = cache();
+  if (c == nullptr) [[unlikely]] return acquire_uncached();
+  std::vector<OpBlock*>& blocks = c->blocks;
   if (blocks.empty()) take_batch(blocks);
   if (blocks.empty()) return new OpBlock;
   OpBlock* op = blocks.back();
@@ -53,9 +58,25 @@ OpBlock* OpPool::acquire() {
 
 void OpPool::release(OpBlock* op) {
   op->clear_for_reuse();
-  std::vector<OpBlock*>& blocks = cache().blocks;
+  ThreadCache* c = cache();
+  if (c == nullptr) [[unlikely]] {
+    Stock& s = stock();
+    std::lock_guard lock(s.mutex);
+    s.blocks.push_back(op);
+    return;
+  }
+  std::vector<OpBlock*>& blocks = c->blocks;
   if (blocks.size() == 2 * kBatch) give_batch(blocks, kBatch);
   blocks.push_back(op);
+}
+
+OpBlock* OpPool::acquire_uncached() {
+  Stock& s = stock();
+  std::lock_guard lock(s.mutex);
+  if (s.blocks.empty()) return new OpBlock;
+  OpBlock* op = s.blocks.back();
+  s.blocks.pop_back();
+  return op;
 }
 
 }  // namespace depengine::detail

@@ -31,12 +31,17 @@ class OpPool {
 
   // The hot path reads a plain pointer: a thread_local object with a
   // destructor costs a guard check and a call on every access.
-  static ThreadCache& cache() {
+  static ThreadCache* cache() {
     ThreadCache* c = t_cache;
-    return c != nullptr ? *c : make_cache();
+    return c != nullptr ? c : make_cache();
   }
-  static ThreadCache& make_cache();
+  /// Null once the thread's cache was destroyed at its exit: a later
+  /// thread-local destructor may still push (or run an op, naive).
+  static ThreadCache* make_cache();
+  /// For a thread without its cache: one block from the stock.
+  static OpBlock* acquire_uncached();
   static inline thread_local ThreadCache* t_cache = nullptr;
+  static inline thread_local bool t_cache_destroyed = false;
   /// Moves up to kBatch blocks from the stock into `to`.
   static void take_batch(std::vector<OpBlock*>& to);
   /// Moves blocks [from, end) of `blocks` to the stock.

@@ -70,6 +70,35 @@ TEST(Stress, DestructionWithWorkInFlightRunsEverything) {
   }
 }
 
+// Thread-local objects die in reverse order of construction: one made before
+// the thread first pushed is destroyed after the engine's per-thread state
+// of that thread (its cache of op blocks), and may still push then.
+TEST(Stress, PushFromAThreadLocalDestructorAtThreadExit) {
+  for (EngineKind kind : {EngineKind::Naive, EngineKind::Threaded}) {
+    Engine engine({.kind = kind, .cpu_threads = 1, .read_environment = false});
+    Var v = engine.new_var();
+    std::atomic<int> ran{0};
+    struct PushAtExit {
+      Engine* engine = nullptr;
+      Var var;
+      std::atomic<int>* ran = nullptr;
+      ~PushAtExit() {
+        if (engine) engine->push([r = ran](RunContext&) { r->fetch_add(1); }, {}, {var});
+      }
+    };
+    std::thread frontend([&] {
+      thread_local PushAtExit at_exit;
+      at_exit.var = v;
+      at_exit.ran = &ran;
+      at_exit.engine = &engine;
+      for (int i = 0; i < 200; ++i) engine.push([&](RunContext&) { ran.fetch_add(1); }, {}, {v});
+    });
+    frontend.join();
+    engine.wait_all();
+    EXPECT_EQ(ran.load(), 201) << (kind == EngineKind::Naive ? "naive" : "threaded");
+  }
+}
+
 TEST(Stress, IdleEngineGoesQuiet) {
   // Workers give their threads back after a short spin; afterwards new work
   // must still be picked up (nothing depends on a spinning worker).
