@@ -125,88 +125,85 @@ TEST(PushBuffer, IsFullAtItsOpOrVariableLimit) {
   by_vars.flush(ready);
 }
 
-TEST(PushBuffer, SealedBatchesAreRegisteredOldestFirstAndTheCurrentOneOnlyByAFlush) {
+// One buffer whose ops all write one variable.
+struct OneVariable {
   VarState v;
   std::atomic<std::size_t> sealed{0};
-  PushBuffer buffer(sealed);
+  PushBuffer buffer{sealed};
   std::vector<std::unique_ptr<OpBlock>> ops;
-  auto push = [&] {
+
+  void push() {
     ops.push_back(make_op({&v}, true));
     ASSERT_TRUE(buffer.claim(*ops.back()));
     buffer.add(ops.back().get());
-  };
-  push();
-  push();
+  }
+  /// The ops in the variable's queue, in its order.
+  std::vector<OpBlock*> queue() const {
+    std::vector<OpBlock*> queued;
+    for (Entry* e = v.head; e != nullptr; e = e->next) queued.push_back(e->op);
+    return queued;
+  }
+  /// Every op pushed, in push order.
+  std::vector<OpBlock*> pushed() const {
+    std::vector<OpBlock*> all;
+    for (const auto& op : ops) all.push_back(op.get());
+    return all;
+  }
+};
+
+TEST(PushBuffer, SealedBatchesAreRegisteredOldestFirstAndTheCurrentOneOnlyByAFlush) {
+  OneVariable one;
+  PushBuffer& buffer = one.buffer;
+  one.push();
+  one.push();
   ASSERT_TRUE(buffer.seal());
-  push();
+  one.push();
   ASSERT_TRUE(buffer.seal());
-  push();  // the current batch
-  EXPECT_EQ(sealed.load(), 2u);
+  one.push();  // the current batch
+  EXPECT_EQ(one.sealed.load(), 2u);
   EXPECT_TRUE(buffer.has_sealed());
 
   ReadyList ready;
   EXPECT_EQ(buffer.register_sealed(ready), 3u);
-  EXPECT_EQ(sealed.load(), 0u);
+  EXPECT_EQ(one.sealed.load(), 0u);
   EXPECT_FALSE(buffer.has_sealed());
   EXPECT_TRUE(buffer.maybe_holds_ops());
   EXPECT_EQ(buffer.flush(ready), 1u);
   EXPECT_FALSE(buffer.maybe_holds_ops());
-  std::vector<OpBlock*> queue;
-  for (Entry* e = v.head; e != nullptr; e = e->next) queue.push_back(e->op);
-  ASSERT_EQ(queue.size(), ops.size());
-  for (std::size_t i = 0; i < ops.size(); ++i) EXPECT_EQ(queue[i], ops[i].get()) << i;
+  EXPECT_EQ(one.queue(), one.pushed());
 }
 
 TEST(PushBuffer, AFlushMakesRoomWhenEverySlotIsSealed) {
-  VarState v;
-  std::atomic<std::size_t> sealed{0};
-  PushBuffer buffer(sealed);
-  std::vector<std::unique_ptr<OpBlock>> ops;
-  for (;;) {
-    ops.push_back(make_op({&v}, true));
-    ASSERT_TRUE(buffer.claim(*ops.back()));
-    buffer.add(ops.back().get());
-    if (!buffer.seal()) break;
-  }
-  EXPECT_GT(sealed.load(), 1u);
+  OneVariable one;
+  do {
+    one.push();
+  } while (one.buffer.seal());
+  EXPECT_GT(one.sealed.load(), 1u);
   ReadyList ready;
-  EXPECT_EQ(buffer.flush(ready), ops.size());
-  std::size_t queued = 0;
-  for (Entry* e = v.head; e != nullptr; e = e->next, ++queued) EXPECT_EQ(e->op, ops[queued].get());
-  EXPECT_EQ(queued, ops.size());
+  EXPECT_EQ(one.buffer.flush(ready), one.ops.size());
+  EXPECT_EQ(one.queue(), one.pushed());
 }
 
 // With every slot taken, the owner registers the oldest batch only and seals
 // the current one; the rest wait for a worker, and order is kept.
 TEST(PushBuffer, SealingWithEverySlotTakenRegistersTheOldestBatchOnly) {
-  VarState v;
-  std::atomic<std::size_t> sealed{0};
-  PushBuffer buffer(sealed);
-  std::vector<std::unique_ptr<OpBlock>> ops;
-  auto push = [&] {
-    ops.push_back(make_op({&v}, true));
-    ASSERT_TRUE(buffer.claim(*ops.back()));
-    buffer.add(ops.back().get());
-  };
+  OneVariable one;
+  PushBuffer& buffer = one.buffer;
   std::size_t batches = 0;
   for (;;) {
-    push();
-    push();  // two ops a batch
+    one.push();
+    one.push();  // two ops a batch
     if (!buffer.seal()) break;
     ++batches;
   }
   ASSERT_GT(batches, 1u);
   ReadyList ready;
   EXPECT_EQ(buffer.seal_making_room(ready), 2u);
-  EXPECT_EQ(sealed.load(), batches);  // one registered, the current one sealed
-  std::size_t queued = 0;
-  for (Entry* e = v.head; e != nullptr; e = e->next) ++queued;
-  EXPECT_EQ(queued, 2u);
+  EXPECT_EQ(one.sealed.load(), batches);  // one registered, the current one sealed
+  EXPECT_EQ(one.queue().size(), 2u);
   EXPECT_TRUE(buffer.empty());
-  EXPECT_EQ(buffer.register_sealed(ready), ops.size() - 2);
-  queued = 0;
-  for (Entry* e = v.head; e != nullptr; e = e->next, ++queued) EXPECT_EQ(e->op, ops[queued].get());
-  EXPECT_EQ(queued, ops.size());
+  EXPECT_EQ(buffer.register_sealed(ready), one.ops.size() - 2);
+  EXPECT_EQ(one.queue(), one.pushed());
   EXPECT_FALSE(buffer.maybe_holds_ops());
 }
 
