@@ -134,7 +134,7 @@ class ThreadedEngine final : public EngineCore {
     if (!buffers_.any_sealed()) return false;
     std::size_t registered = 0;
     buffers_.for_each([&](PushBuffer& buffer) {
-      if (buffer.has_sealed()) registered += register_sealed(buffer);
+      if (buffer.has_sealed()) registered += register_from(buffer, &PushBuffer::register_sealed);
     });
     return registered != 0;
   }
@@ -149,14 +149,12 @@ class ThreadedEngine final : public EngineCore {
     // With no worker active and nothing held back, batching would only delay
     // the op: the engine is idle, or this thread pushes now and then.
     if (buffer == nullptr || (cpu_->idle() && !buffer->maybe_holds_ops())) {
-      counter_.add_pushed();
       register_now(op, buffer);
       return;
     }
     buffer->lock();
     if (!buffer->claim(*op)) {
       buffer->unlock();
-      counter_.add_pushed();
       register_now(op, buffer);
       return;
     }
@@ -173,9 +171,7 @@ class ThreadedEngine final : public EngineCore {
       if (idle) {
         flush(*buffer);
       } else if (!sealed) {
-        ReadyList ready;
-        buffer->seal_making_room(ready);
-        dispatch(ready, nullptr);
+        register_from(*buffer, &PushBuffer::seal_making_room);
       }
       return;
     }
@@ -189,10 +185,12 @@ class ThreadedEngine final : public EngineCore {
   }
 
  private:
-  // Registers `op` in its variables' queues now, after the buffered ops its
-  // variables may wait behind: the caller's own (`own`, program order) and
-  // those of the buffers holding the variables' claims.
+  // Counts the push of `op` (a buffered one is counted by its PushBuffer)
+  // and registers it in its variables' queues now, after the buffered ops
+  // its variables may wait behind: the caller's own (`own`, program order)
+  // and those of the buffers holding the variables' claims.
   void register_now(OpBlock* op, PushBuffer* own) {
+    counter_.add_pushed();
     if (own && own->maybe_holds_ops()) flush(*own);
     PushBuffer* flushed = nullptr;  // neighbouring variables claimed by one buffer flush it once
     for (Entry& e : op->entries) {
@@ -218,21 +216,18 @@ class ThreadedEngine final : public EngineCore {
     dispatch(ready, nullptr);
   }
 
-  // Registers what `buffer` holds and dispatches what became ready; returns
-  // how many ops it registered.
-  std::size_t flush(PushBuffer& buffer) {
+  // Runs one of `buffer`'s registrations (flush, register_sealed,
+  // seal_making_room) and dispatches what became ready; returns how many ops
+  // it registered.
+  std::size_t register_from(PushBuffer& buffer, std::size_t (PushBuffer::*registration)(ReadyList&)) {
     ReadyList ready;
-    const std::size_t registered = buffer.flush(ready);
+    const std::size_t registered = (buffer.*registration)(ready);
     dispatch(ready, nullptr);
     return registered;
   }
 
-  std::size_t register_sealed(PushBuffer& buffer) {
-    ReadyList ready;
-    const std::size_t registered = buffer.register_sealed(ready);
-    dispatch(ready, nullptr);
-    return registered;
-  }
+  // Registers everything `buffer` holds.
+  std::size_t flush(PushBuffer& buffer) { return register_from(buffer, &PushBuffer::flush); }
 
   std::size_t flush_all() {
     std::size_t flushed = 0;
