@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""Compares core_bench binaries (a baseline and candidates) by paired runs.
+
+On the shared development VM one benchmark's time drifts by a factor of 1.5
+within minutes (the machine itself slows down: even the naive engine, one
+thread, moves between 57 and 103 ns per op), so two binaries measured one
+after the other tell little. Here every round runs each binary once, in a
+process of its own, back to back (the order rotates from round to round), and
+each candidate's time is divided by the baseline's of the same round: the
+drift, slow next to a round, cancels in the ratio. Printed per benchmark: the
+medians of ns_per_op, and the median of the per-round ratios with their
+quartiles. A change is real when the quartiles of its ratio exclude 1.
+
+    scripts/ab-compare.py [--filter REGEX] [--rounds 12] [--min-time 0.1]
+        BASELINE CANDIDATE [CANDIDATE ...]
+
+For example, with the baseline built in a worktree of the commit before:
+
+    git worktree add /tmp/base HEAD~1
+    cmake -S /tmp/base -B /tmp/base/build -DCMAKE_BUILD_TYPE=Release
+    cmake --build /tmp/base/build -j --target core_bench
+    scripts/ab-compare.py --filter '^(chain|independent)/depengine/' \\
+        /tmp/base/build/bench/core_bench build/bench/core_bench
+"""
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from collections import defaultdict
+
+
+def run(binary, args):
+    """{benchmark name: ns_per_op} of one run of `binary`."""
+    out = subprocess.run(
+        [binary, f"--benchmark_filter={args.filter}", f"--benchmark_min_time={args.min_time}",
+         "--benchmark_format=json"],
+        check=True, capture_output=True, text=True).stdout
+    return {b["name"]: b["ns_per_op"] for b in json.loads(out)["benchmarks"] if "ns_per_op" in b}
+
+
+def quartiles(values):
+    values = sorted(values)
+    return values[len(values) // 4], statistics.median(values), values[(3 * len(values)) // 4]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("baseline")
+    parser.add_argument("candidates", nargs="+")
+    parser.add_argument("--filter", default="^(chain|independent)/depengine/")
+    parser.add_argument("--rounds", type=int, default=12)
+    parser.add_argument("--min-time", default="0.1")
+    args = parser.parse_args()
+
+    binaries = [args.baseline] + args.candidates
+    times = defaultdict(lambda: defaultdict(list))  # name -> binary index -> per-round ns
+    for r in range(args.rounds):
+        order = list(range(len(binaries)))
+        order = order[r % len(order):] + order[:r % len(order)]
+        results = {i: run(binaries[i], args) for i in order}
+        # A benchmark counts in a round only if every binary measured it.
+        for name in set.intersection(*(set(res) for res in results.values())):
+            for i in range(len(binaries)):
+                times[name][i].append(results[i][name])
+        print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
+
+    for i, binary in enumerate(binaries):
+        print(f"bin{i}: {binary}{'  (baseline)' if i == 0 else ''}")
+    for name in sorted(times):
+        base = times[name][0]
+        line = f"{name:40s} bin0 {statistics.median(base):7.1f} ns"
+        for i in range(1, len(binaries)):
+            ratios = [c / b for c, b in zip(times[name][i], base)]
+            low, mid, high = quartiles(ratios)
+            line += f" | bin{i} {statistics.median(times[name][i]):7.1f} ns, ratio {mid:.3f} [{low:.3f}, {high:.3f}]"
+        print(line)
+
+
+if __name__ == "__main__":
+    main()
