@@ -59,12 +59,7 @@ OpBlock* OpPool::acquire() {
 void OpPool::release(OpBlock* op) {
   op->clear_for_reuse();
   ThreadCache* c = cache();
-  if (c == nullptr) [[unlikely]] {
-    Stock& s = stock();
-    std::lock_guard lock(s.mutex);
-    s.blocks.push_back(op);
-    return;
-  }
+  if (c == nullptr) [[unlikely]] return release_uncached(op);
   std::vector<OpBlock*>& blocks = c->blocks;
   if (blocks.size() == 2 * kBatch) give_batch(blocks, kBatch);
   blocks.push_back(op);
@@ -77,6 +72,12 @@ OpBlock* OpPool::acquire_uncached() {
   OpBlock* op = s.blocks.back();
   s.blocks.pop_back();
   return op;
+}
+
+void OpPool::release_uncached(OpBlock* op) {
+  Stock& s = stock();
+  std::lock_guard lock(s.mutex);
+  s.blocks.push_back(op);
 }
 
 }  // namespace depengine::detail

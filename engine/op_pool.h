@@ -38,8 +38,9 @@ class OpPool {
   /// Null once the thread's cache was destroyed at its exit: a later
   /// thread-local destructor may still push (or run an op, naive).
   static ThreadCache* make_cache();
-  /// For a thread without its cache: one block from the stock.
+  /// For a thread without its cache: one block from the stock, or back.
   static OpBlock* acquire_uncached();
+  static void release_uncached(OpBlock* op);
   static inline thread_local ThreadCache* t_cache = nullptr;
   static inline thread_local bool t_cache_destroyed = false;
   /// Moves up to kBatch blocks from the stock into `to`.
