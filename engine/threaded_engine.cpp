@@ -126,7 +126,7 @@ class ThreadedEngine final : public EngineCore {
 
   void on_cpu_idle() override { wake_waiters(); }
 
-  bool on_cpu_retiring() override { return flush_all() != 0; }
+  bool on_cpu_retiring() override { return registered_while_idle(flush_all()); }
 
   // A worker with nothing to run takes the registration of sealed batches
   // off their frontends.
@@ -136,7 +136,7 @@ class ThreadedEngine final : public EngineCore {
     buffers_.for_each([&](PushBuffer& buffer) {
       if (buffer.has_sealed()) registered += register_from(buffer, &PushBuffer::register_sealed);
     });
-    return registered != 0;
+    return registered_while_idle(registered);
   }
 
  protected:
@@ -224,6 +224,17 @@ class ThreadedEngine final : public EngineCore {
     const std::size_t registered = (buffer.*registration)(ready);
     dispatch(ready, nullptr);
     return registered;
+  }
+
+  // For the idle worker's hooks, which run after on_cpu_idle: a
+  // registration skips the ops whose inputs failed and completes them here,
+  // and a worker's completions leave waking the waiters to its next
+  // on_cpu_idle (see finish), which may never come if none of what it
+  // registered reaches the queue. Returns whether anything was registered.
+  bool registered_while_idle(std::size_t registered) {
+    if (registered == 0) return false;
+    wake_waiters();
+    return true;
   }
 
   // Registers everything `buffer` holds.
@@ -351,6 +362,8 @@ class ThreadedEngine final : public EngineCore {
     }
     release_hold(op);
     counter_.add_completed();
+    // A worker wakes the waiters when it runs out of work (on_cpu_idle,
+    // registered_while_idle), not once per completion.
     if (!cpu_->on_worker_thread()) {
       wake_waiters();
     } else if (bp_waiters_.load(std::memory_order_relaxed) > 0 && count_down(t_completions_to_check, check_interval_)) {
