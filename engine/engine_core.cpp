@@ -96,64 +96,49 @@ void EngineCore::shutdown_devices() {
 // ---------------------------------------------------------------- pushing
 
 OpBlock* EngineCore::make_op(OpKind kind, VarList reads, VarList writes, const PushOptions& options) {
+  // Field by field, as the caller most likely just stored them: a load
+  // spanning two stores cannot take its value from them and waits until
+  // every earlier store of this thread has reached the cache, misses on
+  // lines the workers hold included (kept as two scalars: a Device spilled
+  // to this frame would be reloaded whole, with the same effect).
+  const DeviceKind device_kind = options.device.kind;
+  const int device_index = options.device.index;
   Executor* executor = nullptr;
   if (kind == OpKind::Sync || kind == OpKind::Async) {
-    executor = executor_for(options.device);
-    if (executor == nullptr) {
-      throw std::invalid_argument("depengine: " + describe(options.name) + " placed on " +
-                                  options.device.to_string() + ", which this engine does not have");
-    }
+    executor = executor_for(Device{device_kind, device_index});
+    if (executor == nullptr) [[unlikely]] throw_unknown_device(options.name, Device{device_kind, device_index});
   }
 
-  auto lookup = [&](Var v, const char* list, std::size_t i) -> VarState* {
-    if (VarState* state = vars_.find(v)) return state;
-    std::string why;
-    if (v.is_null()) {
-      why = "is a null Var";
-    } else if (v.engine_id() != vars_.engine_id()) {
-      why = "belongs to another engine";
-    } else {
-      why = "was deleted";
-    }
-    throw std::invalid_argument("depengine: " + describe(options.name) + ": variable " +
-                                std::to_string(i) + " of its " + list + " " + why);
-  };
-
   OpBlock* op = detail::OpPool::acquire();
+  std::vector<Entry>& entries = op->entries;
   try {
-    op->entries.reserve(reads.size() + writes.size());
-    for (std::size_t i = 0; i < reads.size(); ++i) {
-      Entry& e = op->entries.emplace_back();
-      e.var = lookup(reads[i], "reads", i);
-      e.position = static_cast<std::uint32_t>(i);
-    }
-    for (std::size_t i = 0; i < writes.size(); ++i) {
-      Entry& e = op->entries.emplace_back();
-      e.var = lookup(writes[i], "writes", i);
-      e.write = true;
-      e.position = static_cast<std::uint32_t>(reads.size() + i);
-    }
-    if (op->entries.size() > 1) {
-      std::sort(op->entries.begin(), op->entries.end(),
-                [](const Entry& a, const Entry& b) { return a.var < b.var; });
-    }
-    for (std::size_t i = 1; i < op->entries.size(); ++i) {
-      const Entry& a = op->entries[i - 1];
-      const Entry& b = op->entries[i];
-      if (a.var != b.var) continue;
-      const char* where = a.write != b.write ? "in both its reads and its writes" : "twice";
-      throw std::invalid_argument("depengine: " + describe(options.name) + " lists variable " +
-                                  var_label(*a.var) + " " + where);
+    entries.reserve(reads.size() + writes.size());
+    auto add_entry = [&](Var v, bool write, std::size_t position, const char* list, std::size_t index) {
+      VarState* state = vars_.find(v);
+      if (state == nullptr) [[unlikely]] throw_bad_var(options.name, v, list, index);
+      Entry& e = entries.emplace_back();
+      e.var = state;
+      e.op = op;
+      e.write = write;
+      e.position = static_cast<std::uint32_t>(position);
+    };
+    for (std::size_t i = 0; i < reads.size(); ++i) add_entry(reads[i], false, i, "reads", i);
+    for (std::size_t i = 0; i < writes.size(); ++i) add_entry(writes[i], true, reads.size() + i, "writes", i);
+    if (entries.size() > 1) {
+      std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.var < b.var; });
+      for (std::size_t i = 1; i < entries.size(); ++i) {
+        const Entry& a = entries[i - 1];
+        if (a.var == entries[i].var) [[unlikely]] throw_listed_twice(options.name, a, entries[i]);
+      }
     }
   } catch (...) {
     detail::OpPool::release(op);
     throw;
   }
-  for (Entry& e : op->entries) e.op = op;
   op->engine = this;
   op->kind = kind;
   op->priority = options.priority;
-  op->device = options.device;
+  op->device = Device{device_kind, device_index};
   op->property = options.property;
   if (!options.name.empty()) {
     op->name.assign(options.name);
@@ -161,8 +146,27 @@ OpBlock* EngineCore::make_op(OpKind kind, VarList reads, VarList writes, const P
   }
   op->executor = executor;
   op->device_uses_fences = executor != nullptr && executor->uses_fences();
-  if (op->device_uses_fences) op->entry_fences.resize(op->entries.size());
+  if (op->device_uses_fences) op->entry_fences.resize(entries.size());
   return op;
+}
+
+void EngineCore::throw_unknown_device(std::string_view op_name, Device device) {
+  throw std::invalid_argument("depengine: " + describe(op_name) + " placed on " + device.to_string() +
+                              ", which this engine does not have");
+}
+
+void EngineCore::throw_bad_var(std::string_view op_name, Var var, const char* list, std::size_t index) const {
+  const char* why = var.is_null()                          ? "is a null Var"
+                    : var.engine_id() != vars_.engine_id() ? "belongs to another engine"
+                                                           : "was deleted";
+  throw std::invalid_argument("depengine: " + describe(op_name) + ": variable " + std::to_string(index) +
+                              " of its " + list + " " + why);
+}
+
+void EngineCore::throw_listed_twice(std::string_view op_name, const Entry& a, const Entry& b) {
+  const char* where = a.write != b.write ? "in both its reads and its writes" : "twice";
+  throw std::invalid_argument("depengine: " + describe(op_name) + " lists variable " + var_label(*a.var) + " " +
+                              where);
 }
 
 void EngineCore::push(OpFn&& fn, VarList reads, VarList writes, const PushOptions& options) {

@@ -92,6 +92,13 @@ class EngineCore {
   virtual void submit(detail::OpBlock* op) = 0;
 
   detail::OpBlock* make_op(detail::OpKind kind, VarList reads, VarList writes, const PushOptions& options);
+  // make_op's errors, out of line so that its common path stays short.
+  [[noreturn, gnu::cold, gnu::noinline]] static void throw_unknown_device(std::string_view op_name, Device device);
+  [[noreturn, gnu::cold, gnu::noinline]] void throw_bad_var(std::string_view op_name, Var var, const char* list,
+                                                            std::size_t index) const;
+  [[noreturn, gnu::cold, gnu::noinline]] static void throw_listed_twice(std::string_view op_name,
+                                                                        const detail::Entry& a,
+                                                                        const detail::Entry& b);
   /// The engine's own one-variable ops: deletions and wait markers.
   detail::OpBlock* make_engine_op(detail::OpKind kind, detail::VarState* var, bool write, const char* name);
   void wait_var(Var var, bool for_write);

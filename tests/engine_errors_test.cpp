@@ -47,6 +47,9 @@ TEST_P(Errors, MisuseIsRejectedWithAClearMessageAndNothingRuns) {
   EXPECT_THROW(engine.push_async(AsyncOpFn{}, {a}, {b}), std::invalid_argument);
   EXPECT_NE(message_of([&] { engine.push(count, {Var{}}, {b}); }).find("null Var"), std::string::npos);
   EXPECT_NE(message_of([&] { engine.push(count, {foreign}, {b}); }).find("another engine"), std::string::npos);
+  EXPECT_NE(message_of([&] { engine.push(count, {a}, {b, foreign}, {.name = "mix"}); })
+                .find("'mix': variable 1 of its writes belongs to another engine"),
+            std::string::npos);
   EXPECT_NE(message_of([&] { engine.push(count, {a}, {a}, {.name = "axpy"}); }).find("'axpy' lists variable 'a' in both"),
             std::string::npos);
   EXPECT_NE(message_of([&] { engine.push(count, {a, a}, {b}); }).find("twice"), std::string::npos);
