@@ -149,12 +149,9 @@ void CpuExecutor::run_batch(OpBlock** batch, std::size_t count) {
   // The ops were written on another core: let their misses overlap, in
   // stages, each reading addresses the previous stage brought in.
   for (std::size_t i = 0; i < count; ++i) prefetch_block(batch[i]);
-  if (count > 1) prefetch_entries(batch[1]);
-  for (std::size_t i = 0; i < count; ++i) {
-    if (i + 2 < count) prefetch_entries(batch[i + 2]);
-    if (i + 1 < count) prefetch_vars(batch[i + 1]);
-    run_chain(batch[i]);
-  }
+  for (std::size_t i = 0; i < count; ++i) prefetch_entries(batch[i]);
+  for (std::size_t i = 0; i < count; ++i) prefetch_vars(batch[i]);
+  for (std::size_t i = 0; i < count; ++i) run_chain(batch[i]);
 }
 
 void CpuExecutor::run_chain(OpBlock* op) {
