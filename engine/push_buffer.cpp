@@ -138,9 +138,11 @@ void PushBuffer::register_batch(Batch& batch, ReadyList& ready) {
   // before: were the variables' lines (held by the workers that completed
   // their last ops) fetched one lock at a time, their misses would add up.
   for (const Run& run : runs) prefetch_for_write(run.var);
-  if (runs.size() > 1) {
-    std::sort(runs.begin(), runs.end(), [](const Run& a, const Run& b) { return a.var < b.var; });
-  }
+  // Runs are often in address order already (variables made one after the
+  // other, pushed in that order), and sorting would still write them all
+  // back: lines of the owner's, when a worker registers.
+  const auto by_address = [](const Run& a, const Run& b) { return a.var < b.var; };
+  if (!std::is_sorted(runs.begin(), runs.end(), by_address)) std::sort(runs.begin(), runs.end(), by_address);
   for (const Run& run : runs) run.var->lock.lock();
   for (const Run& run : runs) dependency::splice(*run.var, *run.first, *run.last, ready);
   for (const Run& run : runs) run.var->lock.unlock();
