@@ -6,6 +6,9 @@
 //
 // Names are <workload>/<system>/<threads>; the counter ns_per_op is the wall
 // time of one iteration (push/build, run, wait) divided by its op count.
+// Every system gets the graph in the form its API takes, made outside the
+// timed loop: the flow graph its edges, OpenMP its cells, depengine and
+// StarPU each op's handles (OpAccesses).
 //
 // Workloads (each a list of ops with read and write sets):
 //   chain        each op writes the variable the previous one wrote
@@ -19,6 +22,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -143,6 +147,40 @@ const Workload& workload(Workload (*make)(int)) {
   return it->second;
 }
 
+// The ops' variables as one system's handles, laid out once: turning the
+// workload's variable numbers into handles is the harness's work, not the
+// runtime's, and the flow graph's loop likewise reads edges made beforehand.
+template <class Handle>
+class OpAccesses {
+ public:
+  /// `handle(v, write)`: the handle for reading (false) or writing (true) variable v.
+  template <class MakeHandle>
+  OpAccesses(const Workload& w, MakeHandle&& handle) {
+    for (const Op& op : w.ops) {
+      starts_.push_back(handles_.size());
+      for (int v : op.reads) handles_.push_back(handle(v, false));
+      reads_end_.push_back(handles_.size());
+      for (int v : op.writes) handles_.push_back(handle(v, true));
+    }
+    starts_.push_back(handles_.size());
+  }
+
+  std::size_t ops() const { return reads_end_.size(); }
+  std::span<const Handle> reads(std::size_t op) const { return range(starts_[op], reads_end_[op]); }
+  std::span<const Handle> writes(std::size_t op) const { return range(reads_end_[op], starts_[op + 1]); }
+  /// Reads, then writes (StarPU's access array is not const).
+  std::span<Handle> all(std::size_t op) {
+    return {handles_.data() + starts_[op], starts_[op + 1] - starts_[op]};
+  }
+
+ private:
+  std::span<const Handle> range(std::size_t from, std::size_t to) const { return {handles_.data() + from, to - from}; }
+
+  std::vector<Handle> handles_;
+  std::vector<std::size_t> starts_;     // of each op's reads, and one past the last op
+  std::vector<std::size_t> reads_end_;  // = start of each op's writes
+};
+
 template <class RunOnce>
 void measure(benchmark::State& state, std::size_t ops, RunOnce&& run_once) {
   double total_ns = 0;
@@ -162,14 +200,10 @@ void run_engine(benchmark::State& state, Workload (*make)(int), EngineKind kind,
   Engine engine({.kind = kind, .cpu_threads = threads, .read_environment = false, .batch_pushes = batch_pushes});
   std::vector<Var> vars;
   for (int i = 0; i < w.num_vars; ++i) vars.push_back(engine.new_var());
-  std::vector<Var> reads, writes;
+  const OpAccesses<Var> accesses(w, [&](int v, bool) { return vars[v]; });
   measure(state, w.ops.size(), [&] {
-    for (const Op& op : w.ops) {
-      reads.clear();
-      writes.clear();
-      for (int v : op.reads) reads.push_back(vars[v]);
-      for (int v : op.writes) writes.push_back(vars[v]);
-      engine.push([](RunContext&) {}, reads, writes);
+    for (std::size_t i = 0; i < accesses.ops(); ++i) {
+      engine.push([](RunContext&) {}, accesses.reads(i), accesses.writes(i));
     }
     engine.wait_all();
   });
@@ -285,14 +319,14 @@ void run_starpu(benchmark::State& state, Workload (*make)(int)) {
     starpu_variable_data_register(&handles[i], STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(&cells[i]),
                                   sizeof(int));
   }
-  std::vector<starpu_data_descr> accesses;
+  OpAccesses<starpu_data_descr> accesses(w, [&](int v, bool write) {
+    return starpu_data_descr{handles[v], write ? STARPU_W : STARPU_R};
+  });
   measure(state, w.ops.size(), [&] {
-    for (const Op& op : w.ops) {
-      accesses.clear();
-      for (int v : op.reads) accesses.push_back({handles[v], STARPU_R});
-      for (int v : op.writes) accesses.push_back({handles[v], STARPU_W});
-      const int ret = starpu_task_insert(&codelet, STARPU_DATA_MODE_ARRAY, accesses.data(),
-                                         static_cast<int>(accesses.size()), 0);
+    for (std::size_t i = 0; i < accesses.ops(); ++i) {
+      const std::span<starpu_data_descr> modes = accesses.all(i);
+      const int ret = starpu_task_insert(&codelet, STARPU_DATA_MODE_ARRAY, modes.data(),
+                                         static_cast<int>(modes.size()), 0);
       STARPU_CHECK_RETURN_VALUE(ret, "starpu_task_insert");
     }
     starpu_task_wait_for_all();
