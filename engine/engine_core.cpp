@@ -20,6 +20,17 @@ namespace {
 std::atomic<std::uint32_t> g_next_engine_id{1};
 thread_local int t_operation_depth = 0;
 
+// One variable of an op being made, as make_op sorts them.
+struct Access {
+  VarState* var;
+  std::uint32_t position;
+  bool write;
+};
+// Lists up to this long are sorted on the stack; longer ones (a join of
+// many inputs) in a vector of the thread's, which keeps its capacity.
+constexpr std::size_t kInlineAccesses = 16;
+thread_local std::vector<Access> t_many_accesses;
+
 struct OperationScope {
   OperationScope() { ++t_operation_depth; }
   ~OperationScope() { --t_operation_depth; }
@@ -109,31 +120,62 @@ OpBlock* EngineCore::make_op(OpKind kind, VarList reads, VarList writes, const P
     if (executor == nullptr) [[unlikely]] throw_unknown_device(options.name, Device{device_kind, device_index});
   }
 
+  auto find = [&](Var v, const char* list, std::size_t index) {
+    VarState* state = vars_.find(v);
+    if (state == nullptr) [[unlikely]] throw_bad_var(options.name, v, list, index);
+    return state;
+  };
+  // Validated before a block is taken, so that an error leaves nothing to
+  // undo. Several variables are sorted (the lock order) in `accesses`, on
+  // this thread's stack, and then written to the entries once, in order:
+  // sorting the entries themselves would read back lines whose stores still
+  // wait in the store buffer for the entries' storage to come from the
+  // worker that ran their previous op, and a load that no single store can
+  // forward waits for all of them to drain.
+  const std::size_t count = reads.size() + writes.size();
+  Access inline_accesses[kInlineAccesses];
+  Access* accesses = inline_accesses;
+  if (count == 1) {
+    const bool write = writes.size() == 1;
+    accesses[0] = {write ? find(writes[0], "writes", 0) : find(reads[0], "reads", 0), 0, write};
+  } else {
+    if (count > kInlineAccesses) [[unlikely]] {
+      t_many_accesses.resize(count);
+      accesses = t_many_accesses.data();
+    }
+    for (std::size_t i = 0; i < reads.size(); ++i) {
+      accesses[i] = {find(reads[i], "reads", i), static_cast<std::uint32_t>(i), false};
+    }
+    for (std::size_t i = 0; i < writes.size(); ++i) {
+      const std::size_t position = reads.size() + i;
+      accesses[position] = {find(writes[i], "writes", i), static_cast<std::uint32_t>(position), true};
+    }
+    // By position among equals: a variable listed twice is reported by its
+    // first two listings.
+    std::sort(accesses, accesses + count, [](const Access& a, const Access& b) {
+      return a.var != b.var ? a.var < b.var : a.position < b.position;
+    });
+    for (std::size_t i = 1; i < count; ++i) {
+      const Access& a = accesses[i - 1];
+      if (a.var == accesses[i].var) [[unlikely]] throw_listed_twice(options.name, *a.var, a.write != accesses[i].write);
+    }
+  }
+
   OpBlock* op = detail::OpPool::acquire();
   std::vector<Entry>& entries = op->entries;
   try {
-    entries.reserve(reads.size() + writes.size());
-    auto add_entry = [&](Var v, bool write, std::size_t position, const char* list, std::size_t index) {
-      VarState* state = vars_.find(v);
-      if (state == nullptr) [[unlikely]] throw_bad_var(options.name, v, list, index);
-      Entry& e = entries.emplace_back();
-      e.var = state;
-      e.op = op;
-      e.write = write;
-      e.position = static_cast<std::uint32_t>(position);
-    };
-    for (std::size_t i = 0; i < reads.size(); ++i) add_entry(reads[i], false, i, "reads", i);
-    for (std::size_t i = 0; i < writes.size(); ++i) add_entry(writes[i], true, reads.size() + i, "writes", i);
-    if (entries.size() > 1) {
-      std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.var < b.var; });
-      for (std::size_t i = 1; i < entries.size(); ++i) {
-        const Entry& a = entries[i - 1];
-        if (a.var == entries[i].var) [[unlikely]] throw_listed_twice(options.name, a, entries[i]);
-      }
-    }
+    entries.reserve(count);
   } catch (...) {
     detail::OpPool::release(op);
     throw;
+  }
+  for (std::size_t i = 0; i < count; ++i) {
+    const Access& a = accesses[i];
+    Entry& e = entries.emplace_back();
+    e.var = a.var;
+    e.op = op;
+    e.write = a.write;
+    e.position = a.position;
   }
   op->engine = this;
   op->kind = kind;
@@ -163,10 +205,9 @@ void EngineCore::throw_bad_var(std::string_view op_name, Var var, const char* li
                               " of its " + list + " " + why);
 }
 
-void EngineCore::throw_listed_twice(std::string_view op_name, const Entry& a, const Entry& b) {
-  const char* where = a.write != b.write ? "in both its reads and its writes" : "twice";
-  throw std::invalid_argument("depengine: " + describe(op_name) + " lists variable " + var_label(*a.var) + " " +
-                              where);
+void EngineCore::throw_listed_twice(std::string_view op_name, const VarState& var, bool in_both_lists) {
+  const char* where = in_both_lists ? "in both its reads and its writes" : "twice";
+  throw std::invalid_argument("depengine: " + describe(op_name) + " lists variable " + var_label(var) + " " + where);
 }
 
 void EngineCore::push(OpFn&& fn, VarList reads, VarList writes, const PushOptions& options) {

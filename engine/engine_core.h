@@ -97,8 +97,8 @@ class EngineCore {
   [[noreturn, gnu::cold, gnu::noinline]] void throw_bad_var(std::string_view op_name, Var var, const char* list,
                                                             std::size_t index) const;
   [[noreturn, gnu::cold, gnu::noinline]] static void throw_listed_twice(std::string_view op_name,
-                                                                        const detail::Entry& a,
-                                                                        const detail::Entry& b);
+                                                                        const detail::VarState& var,
+                                                                        bool in_both_lists);
   /// The engine's own one-variable ops: deletions and wait markers.
   detail::OpBlock* make_engine_op(detail::OpKind kind, detail::VarState* var, bool write, const char* name);
   void wait_var(Var var, bool for_write);

@@ -74,6 +74,49 @@ TEST_P(Errors, MisuseIsRejectedWithAClearMessageAndNothingRuns) {
   EXPECT_EQ(ran.load(), 1);
 }
 
+// Lists longer than make_op sorts on the stack (16) take another path: the
+// same checks hold there, and a valid long op still runs after the others.
+TEST_P(Errors, LongVariableListsAreCheckedLikeShortOnes) {
+  Engine engine(options());
+  std::vector<Var> inputs;
+  for (int i = 0; i < 40; ++i) inputs.push_back(engine.new_var("in" + std::to_string(i)));
+  Var out = engine.new_var("out");
+  Engine other(options());
+  std::atomic<int> ran{0};
+  auto count = [&](RunContext&) { ran.fetch_add(1); };
+
+  std::vector<Var> repeated = inputs;
+  repeated.push_back(inputs[30]);
+  EXPECT_NE(message_of([&] { engine.push(count, repeated, {out}); }).find("lists variable 'in30' twice"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] { engine.push(count, inputs, {inputs[25]}); }).find("'in25' in both"), std::string::npos);
+  std::vector<Var> with_foreign = inputs;
+  with_foreign[33] = other.new_var("x");
+  EXPECT_NE(message_of([&] { engine.push(count, with_foreign, {out}); })
+                .find("variable 33 of its reads belongs to another engine"),
+            std::string::npos);
+  // A variable listed in both lists and twice in one is reported by its
+  // first two listings.
+  EXPECT_NE(message_of([&] { engine.push(count, repeated, {inputs[30]}); }).find("'in30' twice"), std::string::npos);
+  EXPECT_NE(message_of([&] { engine.push(count, inputs, {inputs[3], inputs[3]}); }).find("'in3' in both"),
+            std::string::npos);
+
+  // Nothing above was enqueued; a valid long op runs after its inputs' writers.
+  std::vector<int> values(inputs.size(), 0);
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    engine.push([&values, i](RunContext&) { values[i] = static_cast<int>(i) + 1; }, {}, {inputs[i]});
+  }
+  int sum = -1;
+  engine.push(
+      [&](RunContext&) {
+        sum = ran.load();
+        for (int v : values) sum += v;
+      },
+      inputs, {out});
+  engine.wait_to_read(out);
+  EXPECT_EQ(sum, 40 * 41 / 2);
+}
+
 TEST_P(Errors, FailurePropagatesToDependentsWhichAreSkipped) {
   Engine engine(options());
   Var a = engine.new_var("a"), b = engine.new_var("b"), c = engine.new_var("c"), free = engine.new_var("free");
