@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/cpu_relax.h"
 #include "engine/prefetch.h"
 
 namespace depengine::detail {
@@ -90,8 +91,19 @@ std::size_t PushBuffer::flush(ReadyList& ready) {
   return registered;
 }
 
-std::size_t PushBuffer::seal_making_room(ReadyList& ready) {
-  register_lock_.lock();
+std::size_t PushBuffer::seal_making_room(ReadyList& ready, int wait_rounds) {
+  if (!register_lock_.try_lock()) {
+    for (int round = 0; round < wait_rounds; ++round) {
+      cpu_relax();
+      if (sealed_count() + 1 == kBatches) continue;
+      lock_.lock();
+      // Empty when another thread flushed it meanwhile.
+      if (!empty()) seal_current();
+      lock_.unlock();
+      return 0;
+    }
+    register_lock_.lock();
+  }
   const std::size_t registered = sealed_count() + 1 == kBatches ? register_oldest(1, ready) : 0;
   lock_.lock();
   // Empty when another thread flushed it meanwhile.

@@ -92,8 +92,10 @@ class PushBuffer {
   /// sealed batch (unless a registration made room meanwhile), then seals
   /// the current one. The other sealed batches are left for the workers: a
   /// frontend that outruns them would otherwise end up registering every
-  /// batch itself, and be slower still.
-  std::size_t seal_making_room(ReadyList& ready);
+  /// batch itself, and be slower still. When another thread is registering,
+  /// waits up to `wait_rounds` cpu_relax rounds for it to free a slot (it
+  /// frees one per batch) before waiting on its lock for all of them.
+  std::size_t seal_making_room(ReadyList& ready, int wait_rounds);
   /// For a periodic check: flushes when operations waited since the
   /// previous call and nothing was registered meanwhile. `holds_ops` tells
   /// whether any remain.
@@ -103,6 +105,8 @@ class PushBuffer {
   bool has_sealed() const {
     return sealed_end_.load(std::memory_order_relaxed) != oldest_.load(std::memory_order_relaxed);
   }
+  /// Whether some thread is registering this buffer's batches (a hint).
+  bool registering() const { return register_lock_.held(); }
   /// For the owner, without the lock: false only when everything it pushed
   /// was registered (it may be true needlessly, never false wrongly).
   bool maybe_holds_ops() const {

@@ -22,6 +22,8 @@ class SpinLock {
     return state_.compare_exchange_strong(expected, kLocked, std::memory_order_acquire,
                                           std::memory_order_relaxed);
   }
+  /// Whether some thread holds the lock (a hint: it may change at once).
+  bool held() const { return state_.load(std::memory_order_relaxed) != kFree; }
   void unlock() {
     if (state_.exchange(kFree, std::memory_order_release) == kContended) {
       state_.notify_one();

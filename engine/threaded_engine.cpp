@@ -7,7 +7,8 @@
 //
 // When batches are registered (the policy): a full batch is sealed and left
 // for a worker that runs out of work (when every slot is taken, the frontend
-// registers the oldest one to make room); everything a buffer holds, at once
+// registers the oldest one to make room, or, with a core to spare, waits for
+// a worker registering them to free one); everything a buffer holds, at once
 // while no CPU worker is active (nothing would run it sooner by waiting),
 // when its thread blocks (wait_*, back-pressure) or, on a worker, completes
 // an operation, when another thread pushes onto a variable it holds, when a
@@ -55,6 +56,12 @@ bool count_down(std::int64_t& countdown, std::size_t interval) {
 // How long an operation may wait in a PushBuffer that nothing else flushes
 // (between one and two periods).
 constexpr auto kFlushPeriod = std::chrono::microseconds(200);
+
+// How long a frontend that found every batch slot taken spins, while a
+// worker registers them, for that worker to free the first (cpu_relax
+// rounds: tens of microseconds at most; a registration frees a slot within
+// a few).
+constexpr int kRoomWaitRounds = 1024;
 
 }  // namespace
 
@@ -171,7 +178,11 @@ class ThreadedEngine final : public EngineCore {
       if (idle) {
         flush(*buffer);
       } else if (!sealed) {
-        register_from(*buffer, &PushBuffer::seal_making_room);
+        // With a core of its own, this thread waits for a registrant at work
+        // by spinning; otherwise its spinning would take a worker's core, and
+        // it sleeps on the registrant's lock instead.
+        const int wait_rounds = cpu_->has_spare_core() ? kRoomWaitRounds : 0;
+        register_with([&](ReadyList& ready) { return buffer->seal_making_room(ready, wait_rounds); });
       }
       return;
     }
@@ -216,12 +227,16 @@ class ThreadedEngine final : public EngineCore {
     dispatch(ready, nullptr);
   }
 
-  // Runs one of `buffer`'s registrations (flush, register_sealed,
-  // seal_making_room) and dispatches what became ready; returns how many ops
-  // it registered.
+  // Runs one of `buffer`'s registrations (flush, register_sealed) and
+  // dispatches what became ready; returns how many ops it registered.
   std::size_t register_from(PushBuffer& buffer, std::size_t (PushBuffer::*registration)(ReadyList&)) {
+    return register_with([&](ReadyList& ready) { return (buffer.*registration)(ready); });
+  }
+  // The same for a registration that takes more than the list.
+  template <class Registration>
+  std::size_t register_with(Registration&& registration) {
     ReadyList ready;
-    const std::size_t registered = (buffer.*registration)(ready);
+    const std::size_t registered = registration(ready);
     dispatch(ready, nullptr);
     return registered;
   }

@@ -198,11 +198,61 @@ TEST(PushBuffer, SealingWithEverySlotTakenRegistersTheOldestBatchOnly) {
   }
   ASSERT_GT(batches, 1u);
   ReadyList ready;
-  EXPECT_EQ(buffer.seal_making_room(ready), 2u);
+  EXPECT_EQ(buffer.seal_making_room(ready, 0), 2u);
   EXPECT_EQ(one.sealed.load(), batches);  // one registered, the current one sealed
   EXPECT_EQ(one.queue().size(), 2u);
   EXPECT_TRUE(buffer.empty());
   EXPECT_EQ(buffer.register_sealed(ready), one.ops.size() - 2);
+  EXPECT_EQ(one.queue(), one.pushed());
+  EXPECT_FALSE(buffer.maybe_holds_ops());
+}
+
+// With every slot taken while another thread registers, the owner may wait
+// for that registrant to free a slot instead of registering itself: it then
+// seals into the freed slot, registers nothing, and order is kept.
+TEST(PushBuffer, SealingWithEverySlotTakenWaitsForARegistrantAtWork) {
+  OneVariable one;
+  PushBuffer& buffer = one.buffer;
+  std::size_t batches = 0;
+  for (;;) {
+    one.push();
+    one.push();
+    if (!buffer.seal()) break;
+    ++batches;
+  }
+  ASSERT_GT(batches, 1u);
+
+  // The registrant takes the registration lock and stops at the variable's.
+  one.v.lock.lock();
+  std::size_t by_registrant = 0;
+  std::thread registrant([&] {
+    ReadyList ready;
+    by_registrant = buffer.register_sealed(ready);
+  });
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!buffer.registering() && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+  ASSERT_TRUE(buffer.registering());
+
+  std::atomic<bool> owner_done{false};
+  std::size_t by_owner = 1;
+  std::thread owner([&] {
+    ReadyList ready;
+    by_owner = buffer.seal_making_room(ready, 1 << 30);
+    owner_done = true;
+  });
+  // No slot is free until the registrant gets on.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(owner_done.load());
+  one.v.lock.unlock();
+  owner.join();
+  registrant.join();
+
+  EXPECT_EQ(by_owner, 0u);
+  EXPECT_EQ(by_registrant, 2 * batches);  // the batches sealed when it began
+  EXPECT_TRUE(buffer.empty());
+  EXPECT_EQ(one.sealed.load(), 1u);  // the owner's
+  ReadyList ready;
+  EXPECT_EQ(buffer.register_sealed(ready), 2u);
   EXPECT_EQ(one.queue(), one.pushed());
   EXPECT_FALSE(buffer.maybe_holds_ops());
 }

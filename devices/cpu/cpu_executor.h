@@ -45,6 +45,9 @@ class CpuExecutor final : public Executor {
   bool help();
 
   int threads() const { return threads_; }
+  /// True when there are fewer workers than cores: a thread that waits may
+  /// spin or help without taking a worker's core.
+  bool has_spare_core() const { return spare_core_; }
   /// True when no worker is active: a submit would have to start one.
   bool idle() const { return active_.load(std::memory_order_seq_cst) == 0; }
   /// True on a worker thread of this executor.
