@@ -1,6 +1,7 @@
 #include "engine/push_buffer.h"
 
 #include <algorithm>
+#include <thread>
 
 #include "engine/cpu_relax.h"
 #include "engine/prefetch.h"
@@ -91,10 +92,14 @@ std::size_t PushBuffer::flush(ReadyList& ready) {
   return registered;
 }
 
-std::size_t PushBuffer::seal_making_room(ReadyList& ready, int wait_rounds) {
+std::size_t PushBuffer::seal_making_room(ReadyList& ready, RoomWait wait) {
   if (!register_lock_.try_lock()) {
-    for (int round = 0; round < wait_rounds; ++round) {
-      cpu_relax();
+    for (int round = 0; round < wait.rounds; ++round) {
+      if (wait.yield) {
+        std::this_thread::yield();
+      } else {
+        cpu_relax();
+      }
       if (sealed_count() + 1 == kBatches) continue;
       lock_.lock();
       // Empty when another thread flushed it meanwhile.

@@ -93,9 +93,13 @@ class PushBuffer {
   /// the current one. The other sealed batches are left for the workers: a
   /// frontend that outruns them would otherwise end up registering every
   /// batch itself, and be slower still. When another thread is registering,
-  /// waits up to `wait_rounds` cpu_relax rounds for it to free a slot (it
-  /// frees one per batch) before waiting on its lock for all of them.
-  std::size_t seal_making_room(ReadyList& ready, int wait_rounds);
+  /// waits as `wait` says for it to free a slot (it frees one per batch)
+  /// before waiting on its lock for all of them.
+  struct RoomWait {
+    int rounds = 0;      // none: wait on the lock at once
+    bool yield = false;  // a round yields the core, instead of a cpu_relax
+  };
+  std::size_t seal_making_room(ReadyList& ready, RoomWait wait);
   /// For a periodic check: flushes when operations waited since the
   /// previous call and nothing was registered meanwhile. `holds_ops` tells
   /// whether any remain.

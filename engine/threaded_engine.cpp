@@ -57,11 +57,14 @@ bool count_down(std::int64_t& countdown, std::size_t interval) {
 // (between one and two periods).
 constexpr auto kFlushPeriod = std::chrono::microseconds(200);
 
-// How long a frontend that found every batch slot taken spins, while a
-// worker registers them, for that worker to free the first (cpu_relax
-// rounds: tens of microseconds at most; a registration frees a slot within
-// a few).
-constexpr int kRoomWaitRounds = 1024;
+// How a frontend that found every batch slot taken waits while a worker
+// registers them, for that worker to free the first (a registration frees a
+// slot within a few microseconds), before it waits on the registration lock
+// for all of them, sleeping after a short spin. With a core of its own it
+// spins (tens of microseconds at most); otherwise it yields its core, which
+// a worker may need, a few dozen times.
+constexpr PushBuffer::RoomWait kRoomWaitSpinning{.rounds = 1024, .yield = false};
+constexpr PushBuffer::RoomWait kRoomWaitYielding{.rounds = 64, .yield = true};
 
 }  // namespace
 
@@ -178,11 +181,10 @@ class ThreadedEngine final : public EngineCore {
       if (idle) {
         flush(*buffer);
       } else if (!sealed) {
-        // With a core of its own, this thread waits for a registrant at work
-        // by spinning; otherwise its spinning would take a worker's core, and
-        // it sleeps on the registrant's lock instead.
-        const int wait_rounds = cpu_->has_spare_core() ? kRoomWaitRounds : 0;
-        register_with([&](ReadyList& ready) { return buffer->seal_making_room(ready, wait_rounds); });
+        // Sleeping on the registrant's lock would cost this thread, the one
+        // that feeds the workers, a wake-up, and the registrant a syscall.
+        const PushBuffer::RoomWait wait = cpu_->has_spare_core() ? kRoomWaitSpinning : kRoomWaitYielding;
+        register_with([&](ReadyList& ready) { return buffer->seal_making_room(ready, wait); });
       }
       return;
     }

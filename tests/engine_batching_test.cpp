@@ -198,7 +198,7 @@ TEST(PushBuffer, SealingWithEverySlotTakenRegistersTheOldestBatchOnly) {
   }
   ASSERT_GT(batches, 1u);
   ReadyList ready;
-  EXPECT_EQ(buffer.seal_making_room(ready, 0), 2u);
+  EXPECT_EQ(buffer.seal_making_room(ready, {}), 2u);
   EXPECT_EQ(one.sealed.load(), batches);  // one registered, the current one sealed
   EXPECT_EQ(one.queue().size(), 2u);
   EXPECT_TRUE(buffer.empty());
@@ -209,8 +209,14 @@ TEST(PushBuffer, SealingWithEverySlotTakenRegistersTheOldestBatchOnly) {
 
 // With every slot taken while another thread registers, the owner may wait
 // for that registrant to free a slot instead of registering itself: it then
-// seals into the freed slot, registers nothing, and order is kept.
-TEST(PushBuffer, SealingWithEverySlotTakenWaitsForARegistrantAtWork) {
+// seals into the freed slot, registers nothing, and order is kept; whether
+// it spins or yields while it waits.
+class SealingWithEverySlotTaken : public ::testing::TestWithParam<bool> {};
+
+INSTANTIATE_TEST_SUITE_P(PushBuffer, SealingWithEverySlotTaken, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "Yielding" : "Spinning"; });
+
+TEST_P(SealingWithEverySlotTaken, WaitsForARegistrantAtWork) {
   OneVariable one;
   PushBuffer& buffer = one.buffer;
   std::size_t batches = 0;
@@ -237,7 +243,7 @@ TEST(PushBuffer, SealingWithEverySlotTakenWaitsForARegistrantAtWork) {
   std::size_t by_owner = 1;
   std::thread owner([&] {
     ReadyList ready;
-    by_owner = buffer.seal_making_room(ready, 1 << 30);
+    by_owner = buffer.seal_making_room(ready, {.rounds = 1 << 30, .yield = GetParam()});
     owner_done = true;
   });
   // No slot is free until the registrant gets on.
