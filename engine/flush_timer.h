@@ -5,7 +5,14 @@
 // frontend whose buffer stops being empty; while armed it calls `tick`
 // every period; it disarms, and sleeps without a timeout, once a tick finds
 // every buffer empty. An idle engine therefore costs it nothing.
+//
+// While ticks find operations waiting but nothing to flush (registrations
+// keep coming: a frontend streams), the period doubles up to a maximum:
+// each tick wakes this thread on a core that a frontend or worker is using,
+// and on a 2-core machine ticks every 200 µs cost a streaming frontend ~5%.
+// A tick that flushes, and disarming, bring the period back to the base.
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -17,9 +24,12 @@ namespace depengine::detail {
 
 class FlushTimer {
  public:
-  /// `tick` flushes what waited long enough and returns whether operations
-  /// are still buffered anywhere.
-  FlushTimer(std::chrono::microseconds period, std::function<bool()> tick);
+  struct Tick {
+    bool pending = false;  // operations are still buffered somewhere
+    bool flushed = false;  // the tick flushed some
+  };
+  /// `tick` flushes what waited long enough and says what it found.
+  FlushTimer(std::chrono::microseconds period, std::chrono::microseconds max_period, std::function<Tick()> tick);
   ~FlushTimer();
   FlushTimer(const FlushTimer&) = delete;
   FlushTimer& operator=(const FlushTimer&) = delete;
@@ -31,12 +41,20 @@ class FlushTimer {
     if (!armed_.load(std::memory_order_seq_cst)) wake();
   }
 
+  /// The period after `tick`, which followed `current` (base .. max).
+  static std::chrono::microseconds next_period(std::chrono::microseconds current, Tick tick,
+                                               std::chrono::microseconds base, std::chrono::microseconds max) {
+    if (!tick.pending || tick.flushed) return base;
+    return std::min(2 * current, max);
+  }
+
  private:
   void wake();
   void run();
 
-  const std::chrono::microseconds period_;
-  const std::function<bool()> tick_;
+  const std::chrono::microseconds base_period_;
+  const std::chrono::microseconds max_period_;
+  const std::function<Tick()> tick_;
   std::atomic<bool> armed_{false};
   std::mutex mutex_;
   std::condition_variable changed_;

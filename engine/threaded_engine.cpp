@@ -53,9 +53,11 @@ bool count_down(std::int64_t& countdown, std::size_t interval) {
   return true;
 }
 
-// How long an operation may wait in a PushBuffer that nothing else flushes
-// (between one and two periods).
+// How long an operation may wait in a PushBuffer that nothing else flushes:
+// between one and two periods, of 200 µs, or up to 800 µs after the
+// buffers were registered for a while without the timer's help.
 constexpr auto kFlushPeriod = std::chrono::microseconds(200);
+constexpr auto kMaxFlushPeriod = std::chrono::microseconds(800);
 
 // How a frontend that found every batch slot taken waits while a worker
 // registers them, for that worker to free the first (a registration frees a
@@ -74,7 +76,7 @@ class ThreadedEngine final : public EngineCore {
       : EngineCore(options),
         check_interval_(std::clamp<std::size_t>(options.max_ops_in_flight / 8, 1, 64)),
         buffers_(vars_.engine_id()),
-        flush_timer_(kFlushPeriod, [this] { return flush_stale(); }) {
+        flush_timer_(kFlushPeriod, kMaxFlushPeriod, [this] { return flush_stale(); }) {
     auto cpu = std::make_unique<detail::CpuExecutor>(*this, resolve_threads(options.cpu_threads));
     cpu_ = cpu.get();
     add_device(Device::cpu(), std::move(cpu));
@@ -264,18 +266,17 @@ class ThreadedEngine final : public EngineCore {
   }
 
   // The FlushTimer's tick: flushes the buffers that held ops since the
-  // previous tick while nothing of theirs was registered; returns whether
-  // any holds ops.
-  bool flush_stale() {
-    bool pending = false;
+  // previous tick while nothing of theirs was registered.
+  detail::FlushTimer::Tick flush_stale() {
+    detail::FlushTimer::Tick tick;
     buffers_.for_each([&](PushBuffer& buffer) {
       ReadyList ready;
       bool holds_ops = false;
-      buffer.flush_if_stale(ready, holds_ops);
+      if (buffer.flush_if_stale(ready, holds_ops) != 0) tick.flushed = true;
       dispatch(ready, nullptr);
-      pending = pending || holds_ops;
+      tick.pending = tick.pending || holds_ops;
     });
-    return pending;
+    return tick;
   }
 
   // Runs or hands over every op in `ready` (and those they make ready).

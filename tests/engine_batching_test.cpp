@@ -16,6 +16,7 @@
 #include <depengine/engine.h>
 
 #include "engine/dependency_tracker.h"
+#include "engine/flush_timer.h"
 #include "engine/push_buffer.h"
 
 namespace depengine {
@@ -261,6 +262,51 @@ TEST_P(SealingWithEverySlotTaken, WaitsForARegistrantAtWork) {
   EXPECT_EQ(buffer.register_sealed(ready), 2u);
   EXPECT_EQ(one.queue(), one.pushed());
   EXPECT_FALSE(buffer.maybe_holds_ops());
+}
+
+// ---------------------------------------------------------------- timer
+
+using detail::FlushTimer;
+using std::chrono::microseconds;
+
+// While ticks find ops waiting and nothing to flush, the period doubles up
+// to its maximum; a tick that flushes, or finds nothing buffered, resets it.
+TEST(FlushTimer, PeriodBacksOffWhileNothingIsStaleAndResetsOtherwise) {
+  const microseconds base(200), max(800);
+  const FlushTimer::Tick progressing{.pending = true, .flushed = false};
+  EXPECT_EQ(FlushTimer::next_period(base, progressing, base, max), microseconds(400));
+  EXPECT_EQ(FlushTimer::next_period(microseconds(400), progressing, base, max), max);
+  EXPECT_EQ(FlushTimer::next_period(max, progressing, base, max), max);
+  EXPECT_EQ(FlushTimer::next_period(max, {.pending = true, .flushed = true}, base, max), base);
+  EXPECT_EQ(FlushTimer::next_period(max, {.pending = false, .flushed = true}, base, max), base);
+  EXPECT_EQ(FlushTimer::next_period(max, {}, base, max), base);
+}
+
+// An armed timer ticks until a tick finds nothing buffered (then once more,
+// for a push it may have missed), and then stays asleep until armed again.
+TEST(FlushTimer, TicksWhileArmedAndDisarmsWhenNothingIsBuffered) {
+  std::atomic<int> ticks{0};
+  std::atomic<int> pending_ticks{3};
+  FlushTimer timer(microseconds(200), microseconds(800), [&] {
+    ticks.fetch_add(1);
+    return FlushTimer::Tick{.pending = pending_ticks.fetch_sub(1) > 0, .flushed = false};
+  });
+  const auto wait_for_ticks = [&](int n) {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (ticks.load() < n && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return ticks.load();
+  };
+  timer.arm();
+  EXPECT_EQ(wait_for_ticks(5), 5);  // three pending, one empty, the second look
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(ticks.load(), 5);  // disarmed
+  pending_ticks = 0;
+  timer.arm();
+  EXPECT_EQ(wait_for_ticks(7), 7);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(ticks.load(), 7);
 }
 
 // ---------------------------------------------------------------- engine
