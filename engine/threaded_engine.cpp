@@ -7,8 +7,8 @@
 //
 // When batches are registered (the policy): a full batch is sealed and left
 // for a worker that runs out of work (when every slot is taken, the frontend
-// registers the oldest one to make room, or, with a core to spare, waits for
-// a worker registering them to free one); everything a buffer holds, at once
+// registers the oldest one to make room, or waits for a worker registering
+// them to free one); everything a buffer holds, at once
 // while no CPU worker is active (nothing would run it sooner by waiting),
 // when its thread blocks (wait_*, back-pressure) or, on a worker, completes
 // an operation, when another thread pushes onto a variable it holds, when a
@@ -54,8 +54,8 @@ bool count_down(std::int64_t& countdown, std::size_t interval) {
 }
 
 // How long an operation may wait in a PushBuffer that nothing else flushes:
-// between one and two periods, of 200 µs, or up to 800 µs after the
-// buffers were registered for a while without the timer's help.
+// between one and two periods. The period is 200 µs, and grows to 800 µs
+// while the timer's ticks find the buffers registered without its help.
 constexpr auto kFlushPeriod = std::chrono::microseconds(200);
 constexpr auto kMaxFlushPeriod = std::chrono::microseconds(800);
 
