@@ -138,6 +138,17 @@ struct OneVariable {
     ASSERT_TRUE(buffer.claim(*ops.back()));
     buffer.add(ops.back().get());
   }
+  /// Seals batches of two ops until every slot is taken, the last batch
+  /// staying current; returns how many were sealed.
+  std::size_t fill_every_slot() {
+    std::size_t batches = 0;
+    for (;;) {
+      push();
+      push();
+      if (!buffer.seal()) return batches;
+      ++batches;
+    }
+  }
   /// The ops in the variable's queue, in its order.
   std::vector<OpBlock*> queue() const {
     std::vector<OpBlock*> queued;
@@ -190,13 +201,7 @@ TEST(PushBuffer, AFlushMakesRoomWhenEverySlotIsSealed) {
 TEST(PushBuffer, SealingWithEverySlotTakenRegistersTheOldestBatchOnly) {
   OneVariable one;
   PushBuffer& buffer = one.buffer;
-  std::size_t batches = 0;
-  for (;;) {
-    one.push();
-    one.push();  // two ops a batch
-    if (!buffer.seal()) break;
-    ++batches;
-  }
+  const std::size_t batches = one.fill_every_slot();
   ASSERT_GT(batches, 1u);
   ReadyList ready;
   EXPECT_EQ(buffer.seal_making_room(ready, {}), 2u);
@@ -220,13 +225,7 @@ INSTANTIATE_TEST_SUITE_P(PushBuffer, SealingWithEverySlotTaken, ::testing::Bool(
 TEST_P(SealingWithEverySlotTaken, WaitsForARegistrantAtWork) {
   OneVariable one;
   PushBuffer& buffer = one.buffer;
-  std::size_t batches = 0;
-  for (;;) {
-    one.push();
-    one.push();
-    if (!buffer.seal()) break;
-    ++batches;
-  }
+  const std::size_t batches = one.fill_every_slot();
   ASSERT_GT(batches, 1u);
 
   // The registrant takes the registration lock and stops at the variable's.
