@@ -93,29 +93,32 @@ std::size_t PushBuffer::flush(ReadyList& ready) {
 }
 
 std::size_t PushBuffer::seal_making_room(ReadyList& ready, RoomWait wait) {
-  if (!register_lock_.try_lock()) {
-    for (int round = 0; round < wait.rounds; ++round) {
-      if (wait.yield) {
-        std::this_thread::yield();
-      } else {
-        cpu_relax();
-      }
-      if (sealed_count() + 1 == kBatches) continue;
-      lock_.lock();
-      // Empty when another thread flushed it meanwhile.
-      if (!empty()) seal_current();
-      lock_.unlock();
-      return 0;
-    }
+  // Without the registration lock only once a registrant at work freed a
+  // slot: no other thread seals (a flush empties the current batch instead).
+  bool registering = register_lock_.try_lock();
+  if (!registering && !wait_for_room(wait)) {
     register_lock_.lock();
+    registering = true;
   }
-  const std::size_t registered = sealed_count() + 1 == kBatches ? register_oldest(1, ready) : 0;
+  const std::size_t registered = registering && sealed_count() + 1 == kBatches ? register_oldest(1, ready) : 0;
   lock_.lock();
   // Empty when another thread flushed it meanwhile.
   if (!empty()) seal_current();
   lock_.unlock();
-  register_lock_.unlock();
+  if (registering) register_lock_.unlock();
   return registered;
+}
+
+bool PushBuffer::wait_for_room(RoomWait wait) const {
+  for (int round = 0; round < wait.rounds; ++round) {
+    if (wait.yield) {
+      std::this_thread::yield();
+    } else {
+      cpu_relax();
+    }
+    if (sealed_count() + 1 < kBatches) return true;
+  }
+  return false;
 }
 
 std::size_t PushBuffer::flush_if_stale(ReadyList& ready, bool& holds_ops) {

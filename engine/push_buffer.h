@@ -144,6 +144,8 @@ class PushBuffer {
   Batch& current() { return batches_[sealed_end_.load(std::memory_order_relaxed) % kBatches]; }
   const Batch& current() const { return batches_[sealed_end_.load(std::memory_order_relaxed) % kBatches]; }
   void seal_current();  // lock_ held, a free slot
+  /// Waits as `wait` says for a registrant to free a slot; whether one did.
+  bool wait_for_room(RoomWait wait) const;
   /// Registers the `count` oldest sealed batches (register_lock_ held).
   std::size_t register_oldest(std::uint64_t count, ReadyList& ready);
   static void register_batch(Batch& batch, ReadyList& ready);
