@@ -93,12 +93,15 @@ std::size_t PushBuffer::flush(ReadyList& ready) {
 }
 
 std::size_t PushBuffer::seal_making_room(ReadyList& ready, RoomWait wait) {
-  // Without the registration lock only once a registrant at work freed a
-  // slot: no other thread seals (a flush empties the current batch instead).
-  bool registering = register_lock_.try_lock();
-  if (!registering && !wait_for_room(wait)) {
-    register_lock_.lock();
-    registering = true;
+  // Without the registration lock only once a registrant freed a slot: no
+  // other thread seals (a flush empties the current batch instead).
+  bool registering = false;
+  if (!wait.for_workers || !wait_for_room(wait)) {
+    registering = register_lock_.try_lock();
+    if (!registering && !wait_for_room(wait)) {
+      register_lock_.lock();
+      registering = true;
+    }
   }
   const std::size_t registered = registering && sealed_count() + 1 == kBatches ? register_oldest(1, ready) : 0;
   lock_.lock();
@@ -166,7 +169,13 @@ void PushBuffer::register_batch(Batch& batch, ReadyList& ready) {
   for (const Run& run : runs) run.var->lock.lock();
   for (const Run& run : runs) dependency::splice(*run.var, *run.first, *run.last, ready);
   for (const Run& run : runs) run.var->lock.unlock();
+  const std::size_t ready_before = ready.size();
   ready.settle_registered();
+  const bool mostly_waited = 2 * (ready.size() - ready_before) < batch.ops;
+  // Stored only when it changes: the owner reads this line.
+  if (mostly_waited != ops_mostly_waited_.load(std::memory_order_relaxed)) {
+    ops_mostly_waited_.store(mostly_waited, std::memory_order_relaxed);
+  }
   runs.clear();
   batch.ops = 0;
 }

@@ -15,6 +15,11 @@
 // take it off the frontend. Batches are registered one at a time, oldest
 // first.
 //
+// Whether most operations of the last batch registered had to wait for
+// others tells the owner how its variables are used: a frontend registering
+// behind running operations takes their variables' lines from the workers
+// completing them, so it is better left to the workers (see RoomWait).
+//
 // Order across threads. A push that returned must be ordered before every
 // push that starts after it, whichever threads they come from. Each variable
 // therefore has a claim: the one buffer that may hold operations on it not
@@ -94,10 +99,13 @@ class PushBuffer {
   /// frontend that outruns them would otherwise end up registering every
   /// batch itself, and be slower still. When another thread is registering,
   /// waits as `wait` says for it to free a slot (it frees one per batch)
-  /// before waiting on its lock for all of them.
+  /// before waiting on its lock for all of them; with `for_workers`, waits
+  /// so first even while nobody registers, for a worker to run out of work
+  /// and register, and registers the oldest batch itself only after that.
   struct RoomWait {
     int rounds = 0;      // none: wait on the lock at once
     bool yield = false;  // a round yields the core, instead of a cpu_relax
+    bool for_workers = false;
   };
   std::size_t seal_making_room(ReadyList& ready, RoomWait wait);
   /// For a periodic check: flushes when operations waited since the
@@ -111,6 +119,9 @@ class PushBuffer {
   }
   /// Whether some thread is registering this buffer's batches (a hint).
   bool registering() const { return register_lock_.held(); }
+  /// Whether most operations of the last batch registered had to wait for
+  /// earlier ones (a hint; false before the first registration).
+  bool ops_mostly_waited() const { return ops_mostly_waited_.load(std::memory_order_relaxed); }
   /// For the owner, without the lock: false only when everything it pushed
   /// was registered (it may be true needlessly, never false wrongly).
   bool maybe_holds_ops() const {
@@ -133,8 +144,11 @@ class PushBuffer {
     std::vector<Run> runs;
   };
   // The oldest sealed batches and the current one; one slot stays free so
-  // that a batch being registered is never the current one.
-  static constexpr std::size_t kBatches = 4;
+  // that a batch being registered is never the current one. A frontend that
+  // waits for the workers to register (RoomWait::for_workers) keeps pushing
+  // into these slots meanwhile: with 4, fan_out_in lost more to the waits
+  // than it gained (docs/performance.md).
+  static constexpr std::size_t kBatches = 16;
 
   // Batches are numbered from 0 as they are started: [oldest_, sealed_end_)
   // are sealed, sealed_end_ is the current one, in slot number % kBatches.
@@ -148,7 +162,7 @@ class PushBuffer {
   bool wait_for_room(RoomWait wait) const;
   /// Registers the `count` oldest sealed batches (register_lock_ held).
   std::size_t register_oldest(std::uint64_t count, ReadyList& ready);
-  static void register_batch(Batch& batch, ReadyList& ready);
+  void register_batch(Batch& batch, ReadyList& ready);  // register_lock_ held
 
   alignas(64) ShortLock lock_;  // the current batch, and sealing it
   // Written under the lock only, so a plain store counts: cheaper than the
@@ -169,6 +183,7 @@ class PushBuffer {
   std::uint64_t registrations_ = 0;       // guarded by register_lock_
   std::uint64_t registrations_seen_ = 0;
   std::atomic<std::uint64_t> registered_{0};  // ops; written under register_lock_
+  std::atomic<bool> ops_mostly_waited_{false};  // written under register_lock_
 };
 
 }  // namespace depengine::detail

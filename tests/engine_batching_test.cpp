@@ -126,6 +126,31 @@ TEST(PushBuffer, IsFullAtItsOpOrVariableLimit) {
   by_vars.flush(ready);
 }
 
+// The hint that steers a frontend's waits: whether most ops of the batch
+// registered last waited for earlier ones.
+TEST(PushBuffer, TellsWhetherMostOpsOfTheLastBatchRegisteredWaited) {
+  VarState v, w, x;
+  std::atomic<std::size_t> sealed{0};
+  PushBuffer buffer(sealed);
+  std::vector<std::unique_ptr<OpBlock>> ops;
+  ReadyList ready;
+  auto push_batch = [&](std::vector<VarState*> written) {
+    for (VarState* var : written) {
+      ops.push_back(make_op({var}, true));
+      ASSERT_TRUE(buffer.claim(*ops.back()));
+      buffer.add(ops.back().get());
+    }
+    buffer.flush(ready);
+  };
+  EXPECT_FALSE(buffer.ops_mostly_waited());
+  push_batch({&v, &w});  // both start
+  EXPECT_FALSE(buffer.ops_mostly_waited());
+  push_batch({&v, &v, &v});  // all wait behind the first write of v
+  EXPECT_TRUE(buffer.ops_mostly_waited());
+  push_batch({&x, &w});  // one of two waits, behind the first write of w
+  EXPECT_FALSE(buffer.ops_mostly_waited());
+}
+
 // One buffer whose ops all write one variable.
 struct OneVariable {
   VarState v;
@@ -261,6 +286,50 @@ TEST_P(SealingWithEverySlotTaken, WaitsForARegistrantAtWork) {
   EXPECT_EQ(buffer.register_sealed(ready), 2u);
   EXPECT_EQ(one.queue(), one.pushed());
   EXPECT_FALSE(buffer.maybe_holds_ops());
+}
+
+// With `for_workers`, the owner waits for a slot even while nobody
+// registers, for a worker that runs out of work to register; after that it
+// seals into the freed slot and registers nothing, and order is kept.
+TEST(PushBuffer, SealingWithEverySlotTakenForWorkersWaitsForOneToRegister) {
+  OneVariable one;
+  PushBuffer& buffer = one.buffer;
+  const std::size_t batches = one.fill_every_slot();
+  ASSERT_GT(batches, 1u);
+
+  std::atomic<bool> owner_done{false};
+  std::size_t by_owner = 1;
+  std::thread owner([&] {
+    ReadyList ready;
+    by_owner = buffer.seal_making_room(ready, {.rounds = 1 << 30, .for_workers = true});
+    owner_done = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(owner_done.load()) << "the owner registered instead of waiting";
+  EXPECT_EQ(one.queue().size(), 0u);
+  ReadyList ready;
+  const std::size_t by_worker = buffer.register_sealed(ready);
+  owner.join();
+
+  EXPECT_EQ(by_owner, 0u);
+  EXPECT_EQ(by_worker, 2 * batches);
+  EXPECT_EQ(one.sealed.load(), 1u);  // the owner's
+  EXPECT_EQ(buffer.register_sealed(ready), 2u);
+  EXPECT_EQ(one.queue(), one.pushed());
+  EXPECT_FALSE(buffer.maybe_holds_ops());
+}
+
+// When no worker comes within the wait, the owner makes room itself.
+TEST(PushBuffer, SealingWithEverySlotTakenForWorkersRegistersTheOldestWhenNoneComes) {
+  OneVariable one;
+  PushBuffer& buffer = one.buffer;
+  const std::size_t batches = one.fill_every_slot();
+  ReadyList ready;
+  EXPECT_EQ(buffer.seal_making_room(ready, {.rounds = 16, .for_workers = true}), 2u);
+  EXPECT_EQ(one.sealed.load(), batches);
+  EXPECT_EQ(one.queue().size(), 2u);
+  EXPECT_EQ(buffer.register_sealed(ready), one.ops.size() - 2);
+  EXPECT_EQ(one.queue(), one.pushed());
 }
 
 // ---------------------------------------------------------------- timer
