@@ -174,6 +174,17 @@ struct OneVariable {
       ++batches;
     }
   }
+  /// After the owner sealed its current batch (two ops) into a slot that a
+  /// registrant freed: that batch alone is left, and registering it
+  /// completes the queue in push order.
+  void expect_only_the_owners_batch_left() {
+    EXPECT_TRUE(buffer.empty());
+    EXPECT_EQ(sealed.load(), 1u);
+    ReadyList ready;
+    EXPECT_EQ(buffer.register_sealed(ready), 2u);
+    EXPECT_EQ(queue(), pushed());
+    EXPECT_FALSE(buffer.maybe_holds_ops());
+  }
   /// The ops in the variable's queue, in its order.
   std::vector<OpBlock*> queue() const {
     std::vector<OpBlock*> queued;
@@ -280,12 +291,7 @@ TEST_P(SealingWithEverySlotTaken, WaitsForARegistrantAtWork) {
 
   EXPECT_EQ(by_owner, 0u);
   EXPECT_EQ(by_registrant, 2 * batches);  // the batches sealed when it began
-  EXPECT_TRUE(buffer.empty());
-  EXPECT_EQ(one.sealed.load(), 1u);  // the owner's
-  ReadyList ready;
-  EXPECT_EQ(buffer.register_sealed(ready), 2u);
-  EXPECT_EQ(one.queue(), one.pushed());
-  EXPECT_FALSE(buffer.maybe_holds_ops());
+  one.expect_only_the_owners_batch_left();
 }
 
 // With `for_workers`, the owner waits for a slot even while nobody
@@ -313,10 +319,7 @@ TEST(PushBuffer, SealingWithEverySlotTakenForWorkersWaitsForOneToRegister) {
 
   EXPECT_EQ(by_owner, 0u);
   EXPECT_EQ(by_worker, 2 * batches);
-  EXPECT_EQ(one.sealed.load(), 1u);  // the owner's
-  EXPECT_EQ(buffer.register_sealed(ready), 2u);
-  EXPECT_EQ(one.queue(), one.pushed());
-  EXPECT_FALSE(buffer.maybe_holds_ops());
+  one.expect_only_the_owners_batch_left();
 }
 
 // When no worker comes within the wait, the owner makes room itself.
