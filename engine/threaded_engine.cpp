@@ -194,9 +194,9 @@ class ThreadedEngine final : public EngineCore {
       } else if (!sealed) {
         // Sleeping on the registrant's lock would cost this thread, the one
         // that feeds the workers, a wake-up, and the registrant a syscall.
-        const PushBuffer::RoomWait wait = !cpu_->has_spare_core()    ? kRoomWaitYielding
-                                          : buffer->ops_mostly_waited() ? kRoomWaitForWorkers
-                                                                        : kRoomWaitSpinning;
+        const PushBuffer::RoomWait wait = !cpu_->has_spare_core() ? kRoomWaitYielding
+                                          : leave_to_workers(*buffer)  ? kRoomWaitForWorkers
+                                                                       : kRoomWaitSpinning;
         register_with([&](ReadyList& ready) { return buffer->seal_making_room(ready, wait); });
       }
       return;
@@ -240,6 +240,13 @@ class ThreadedEngine final : public EngineCore {
       ready.push(op);
     }
     dispatch(ready, nullptr);
+  }
+
+  // Whether a frontend that found every slot of `buffer` taken should wait
+  // for a worker to register (kRoomWaitForWorkers). Not on a worker pushing
+  // from inside an op: with one worker, the one it would wait for is itself.
+  bool leave_to_workers(const PushBuffer& buffer) const {
+    return buffer.ops_mostly_waited() && !cpu_->on_worker_thread();
   }
 
   // Runs one of `buffer`'s registrations (flush, register_sealed) and
