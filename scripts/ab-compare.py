@@ -9,7 +9,17 @@ process of its own, back to back (the order rotates from round to round), and
 each candidate's time is divided by the baseline's of the same round: the
 drift, slow next to a round, cancels in the ratio. Printed per benchmark: the
 medians of ns_per_op, and the median of the per-round ratios with their
-quartiles. A change is real when the quartiles of its ratio exclude 1.
+quartiles.
+
+Quartiles that exclude 1 do not make a change real. A build that differs
+from its baseline only by an unused function (the code's layout moved)
+measured up to 9% apart from it, in a direction that changed from one A/B to
+the next (docs/performance.md, "what an A/B resolves"). Pass such a layout
+twin of the baseline as a further candidate, and count only differences that
+clear the twin's, in more than one A/B:
+
+    echo 'namespace depengine { [[gnu::used]] int layout_probe(int x) { return x + 1; } }' \\
+        >> engine/engine_core.cpp    # in the baseline's tree; build it, then undo
 
     scripts/ab-compare.py [--filter REGEX] [--rounds 12] [--min-time 0.1]
         BASELINE CANDIDATE [CANDIDATE ...]
