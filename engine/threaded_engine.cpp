@@ -288,10 +288,10 @@ class ThreadedEngine final : public EngineCore {
   detail::FlushTimer::Tick flush_stale() {
     detail::FlushTimer::Tick tick;
     buffers_.for_each([&](PushBuffer& buffer) {
-      ReadyList ready;
       bool holds_ops = false;
-      if (buffer.flush_if_stale(ready, holds_ops) != 0) tick.flushed = true;
-      dispatch(ready, nullptr);
+      if (register_with([&](ReadyList& ready) { return buffer.flush_if_stale(ready, holds_ops); }) != 0) {
+        tick.flushed = true;
+      }
       tick.pending = tick.pending || holds_ops;
     });
     return tick;
