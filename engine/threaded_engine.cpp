@@ -69,13 +69,14 @@ constexpr auto kMaxFlushPeriod = std::chrono::microseconds(800);
 constexpr PushBuffer::RoomWait kRoomWaitSpinning{.rounds = 1024, .yield = false};
 constexpr PushBuffer::RoomWait kRoomWaitYielding{.rounds = 64, .yield = true};
 
-// How it waits when its ops mostly wait for running ones: it then leaves
-// registering to the workers even while none is registering, since
-// registering behind running ops pulls their variables' lines away from the
-// workers that complete them (stencil_1d with one worker: 0.77 of the time).
+// How it waits when its ops mostly wait for running ones: the same spin, but
+// it then leaves registering to the workers even while none is registering,
+// since registering behind running ops pulls their variables' lines away from
+// the workers that complete them (stencil_1d with one worker: 0.77 of the time).
 // Only with a core of its own: yielding to the workers instead cost
 // fan_out_in with two workers 1.19 times (docs/performance.md).
-constexpr PushBuffer::RoomWait kRoomWaitForWorkers{.rounds = 1024, .yield = false, .for_workers = true};
+constexpr PushBuffer::RoomWait kRoomWaitForWorkers{
+    .rounds = kRoomWaitSpinning.rounds, .yield = false, .for_workers = true};
 
 }  // namespace
 
