@@ -50,9 +50,6 @@ int raw_enum(const Enum& field) {
 struct depengine_engine {
   explicit depengine_engine(const depengine::EngineOptions& options) : engine(options) {}
   depengine::Engine engine;
-  // The engine's id, needed to turn handles back into Vars; learned from the
-  // first variable (no handle can be valid before one exists).
-  std::atomic<std::uint32_t> engine_id{0};
   // Created by the first depengine_profiler_start. Declared after `engine`
   // so that it is destroyed first, while the engine it records still lives.
   // The mutex serializes start/stop/dump, which the Profiler requires.
@@ -121,30 +118,38 @@ depengine_status status_of_current_exception(const char* call,
 // ---------------------------------------------------------------- handles
 //
 // A variable handle packs a Var into 64 bits: bit 63 set (so 0 is never a
-// handle), 7 bits of the engine id (catches most handles passed to the wrong
-// engine), the 32-bit generation (catches deleted variables) and the slot,
-// which the engine's variable table keeps below 2^24.
+// handle), a 39-bit check of the engine's id, the slot and the generation
+// (which the slot holds, so the handle need not), and the slot, which the
+// engine's variable table keeps below 2^24. Decoding recomputes the check
+// from what the engine holds in that slot now: a handle of another engine,
+// of a deleted and reused slot, or of a slot never handed out matches with a
+// chance of 2^-39.
 
 constexpr std::uint64_t kHandleBit = std::uint64_t{1} << 63;
-constexpr int kTagShift = 56;
-constexpr std::uint32_t kTagMask = 0x7F;
-constexpr int kGenerationShift = 24;
-constexpr std::uint32_t kSlotLimit = std::uint32_t{1} << kGenerationShift;
+constexpr int kCheckShift = 24;
+constexpr std::uint64_t kCheckMask = (std::uint64_t{1} << 39) - 1;
+constexpr std::uint32_t kSlotLimit = std::uint32_t{1} << kCheckShift;
+
+std::uint64_t handle_check(Var var) {
+  // splitmix64's finaliser: every input bit moves about half the output bits.
+  std::uint64_t x = (std::uint64_t{var.engine_id()} << 32 | var.generation()) ^
+                    (std::uint64_t{var.slot()} * 0x9E3779B97F4A7C15ull);
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return (x ^ (x >> 31)) & kCheckMask;
+}
 
 depengine_var encode(Var var) {
   if (var.slot() >= kSlotLimit) throw std::logic_error("depengine: variable slot does not fit a C handle");
-  return kHandleBit | (std::uint64_t{var.engine_id() & kTagMask} << kTagShift) |
-         (std::uint64_t{var.generation()} << kGenerationShift) | var.slot();
+  return kHandleBit | handle_check(var) << kCheckShift | var.slot();
 }
 
-/// The Var behind `handle`, or nullopt when it cannot be one of `engine`'s.
-std::optional<Var> decode(const depengine_engine& engine, depengine_var handle) {
-  const std::uint32_t id = engine.engine_id.load(std::memory_order_relaxed);
-  if ((handle & kHandleBit) == 0 || id == 0 || ((handle >> kTagShift) & kTagMask) != (id & kTagMask)) {
-    return std::nullopt;
-  }
-  return Var(id, static_cast<std::uint32_t>(handle & (kSlotLimit - 1)),
-             static_cast<std::uint32_t>(handle >> kGenerationShift));
+/// The Var behind `handle`, or nullopt when it is not one of `engine`'s.
+std::optional<Var> decode(depengine_engine& engine, depengine_var handle) {
+  if ((handle & kHandleBit) == 0) return std::nullopt;
+  const Var var = engine.engine.core().live_var(static_cast<std::uint32_t>(handle & (kSlotLimit - 1)));
+  if (var.is_null() || ((handle >> kCheckShift) & kCheckMask) != handle_check(var)) return std::nullopt;
+  return var;
 }
 
 // ---------------------------------------------------------------- completions
@@ -393,7 +398,6 @@ depengine_status depengine_new_var(depengine_engine* engine, const char* name, d
   if (var == nullptr) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "null output pointer");
   try {
     const Var created = engine->engine.new_var(name != nullptr ? name : "");
-    engine->engine_id.store(created.engine_id(), std::memory_order_relaxed);
     *var = encode(created);
     return DEPENGINE_OK;
   } catch (...) {

@@ -19,11 +19,14 @@ namespace {
 
 std::atomic<std::uint32_t> g_next_engine_id{1};
 thread_local int t_operation_depth = 0;
+// The engine whose operation this thread runs (the innermost one).
+thread_local const EngineCore* t_operation_engine = nullptr;
 
 // One variable of an op being made, as make_op sorts them.
 struct Access {
   VarState* var;
   std::uint32_t position;
+  std::uint32_t generation;
   bool write;
 };
 // Lists up to this long are sorted on the stack; longer ones (a join of
@@ -31,9 +34,29 @@ struct Access {
 constexpr std::size_t kInlineAccesses = 16;
 thread_local std::vector<Access> t_many_accesses;
 
+// An async op's Completion called on the thread that runs its function,
+// before that returns: the op completes once it has returned, so that an
+// exception thrown after the call still fails it.
+struct InlineCompletion {
+  explicit InlineCompletion(const OpBlock* op) : op(op), outer(t_current) { t_current = this; }
+  ~InlineCompletion() { t_current = outer; }
+  const OpBlock* op;
+  InlineCompletion* outer;
+  bool called = false;
+  std::exception_ptr error;
+  static inline thread_local InlineCompletion* t_current = nullptr;
+};
+
 struct OperationScope {
-  OperationScope() { ++t_operation_depth; }
-  ~OperationScope() { --t_operation_depth; }
+  explicit OperationScope(const EngineCore* engine) : outer(t_operation_engine) {
+    ++t_operation_depth;
+    t_operation_engine = engine;
+  }
+  ~OperationScope() {
+    --t_operation_depth;
+    t_operation_engine = outer;
+  }
+  const EngineCore* outer;
 };
 
 std::string describe(std::string_view name) {
@@ -53,6 +76,8 @@ EngineCore::~EngineCore() = default;
 
 bool EngineCore::in_operation() { return t_operation_depth > 0; }
 
+bool EngineCore::in_own_operation() const { return t_operation_engine == this; }
+
 Var EngineCore::new_var(std::string_view name) { return vars_.create(name); }
 
 std::string EngineCore::var_name(Var var) const {
@@ -70,8 +95,8 @@ void EngineCore::keep_alive(std::shared_ptr<void> object) {
 
 void EngineCore::add_device(Device device, std::unique_ptr<Executor> executor) {
   if (!executor) throw std::invalid_argument("depengine: add_device with a null executor");
-  if (device.index < 0 || device.index >= kMaxDeviceIndex) {
-    throw std::invalid_argument("depengine: device index out of range: " + device.to_string());
+  if (!in_table(device)) {
+    throw std::invalid_argument("depengine: no such device kind or index: " + device.to_string());
   }
   std::lock_guard lock(devices_mutex_);
   auto& slot = devices_[static_cast<int>(device.kind)][device.index];
@@ -83,7 +108,7 @@ void EngineCore::add_device(Device device, std::unique_ptr<Executor> executor) {
 }
 
 bool EngineCore::has_device(Device device) const {
-  if (device.index < 0 || device.index >= kMaxDeviceIndex) return false;
+  if (!in_table(device)) return false;
   return devices_[static_cast<int>(device.kind)][device.index].load(std::memory_order_acquire) != nullptr;
 }
 
@@ -137,18 +162,20 @@ OpBlock* EngineCore::make_op(OpKind kind, VarList reads, VarList writes, const P
   Access* accesses = inline_accesses;
   if (count == 1) {
     const bool write = writes.size() == 1;
-    accesses[0] = {write ? find(writes[0], "writes", 0) : find(reads[0], "reads", 0), 0, write};
+    const Var v = write ? writes[0] : reads[0];
+    accesses[0] = {find(v, write ? "writes" : "reads", 0), 0, v.generation(), write};
   } else {
     if (count > kInlineAccesses) [[unlikely]] {
       t_many_accesses.resize(count);
       accesses = t_many_accesses.data();
     }
     for (std::size_t i = 0; i < reads.size(); ++i) {
-      accesses[i] = {find(reads[i], "reads", i), static_cast<std::uint32_t>(i), false};
+      accesses[i] = {find(reads[i], "reads", i), static_cast<std::uint32_t>(i), reads[i].generation(), false};
     }
     for (std::size_t i = 0; i < writes.size(); ++i) {
       const std::size_t position = reads.size() + i;
-      accesses[position] = {find(writes[i], "writes", i), static_cast<std::uint32_t>(position), true};
+      accesses[position] = {find(writes[i], "writes", i), static_cast<std::uint32_t>(position),
+                            writes[i].generation(), true};
     }
     // By position among equals: a variable listed twice is reported by its
     // first two listings.
@@ -176,6 +203,7 @@ OpBlock* EngineCore::make_op(OpKind kind, VarList reads, VarList writes, const P
     e.op = op;
     e.write = a.write;
     e.position = a.position;
+    e.generation = a.generation;
   }
   op->engine = this;
   op->kind = kind;
@@ -203,6 +231,21 @@ void EngineCore::throw_bad_var(std::string_view op_name, Var var, const char* li
                                                            : "was deleted";
   throw std::invalid_argument("depengine: " + describe(op_name) + ": variable " + std::to_string(index) +
                               " of its " + list + " " + why);
+}
+
+void EngineCore::reject_stale(OpBlock* op, const Entry& stale) {
+  std::string message;
+  if (op->kind == OpKind::WaitSignal) {
+    message = "depengine: " + op->name + " of a deleted variable";
+  } else {
+    const bool write = stale.write;
+    std::size_t index = 0;
+    for (const Entry& e : op->entries) index += e.write == write && e.position < stale.position;
+    message = "depengine: " + describe(op->name_view()) + ": variable " + std::to_string(index) + " of its " +
+              (write ? "writes" : "reads") + " was deleted";
+  }
+  detail::OpPool::release(op);
+  throw std::invalid_argument(message);
 }
 
 void EngineCore::throw_listed_twice(std::string_view op_name, const VarState& var, bool in_both_lists) {
@@ -234,19 +277,24 @@ void EngineCore::delete_var(Var var, ReleaseFn release) {
                                     ? "depengine: delete_var of a variable of another engine"
                                     : "depengine: delete_var of a variable already deleted");
   }
-  // Only one of several concurrent deletes may win.
-  if (state->delete_pushed.exchange(true, std::memory_order_acq_rel)) {
+  // Only one of several concurrent deletes may win. Sequentially consistent:
+  // a push that looked the variable up before this store, and then takes its
+  // claim, either sees it or has its claim seen by this delete's registration
+  // (VarTable::is_current).
+  if (state->delete_pushed.exchange(true, std::memory_order_seq_cst)) {
     throw std::invalid_argument("depengine: delete_var of a variable already deleted");
   }
-  OpBlock* op = make_engine_op(OpKind::Delete, state, /*write=*/true, "delete_var");
+  OpBlock* op = make_engine_op(OpKind::Delete, state, var.generation(), /*write=*/true, "delete_var");
   op->release = std::move(release);
   submit(op);
 }
 
-OpBlock* EngineCore::make_engine_op(OpKind kind, VarState* var, bool write, const char* name) {
+OpBlock* EngineCore::make_engine_op(OpKind kind, VarState* var, std::uint32_t generation, bool write,
+                                    const char* name) {
   OpBlock* op = detail::OpPool::acquire();
   Entry& e = op->entries.emplace_back();
   e.var = var;
+  e.generation = generation;
   e.write = write;
   e.op = op;
   op->engine = this;
@@ -279,7 +327,7 @@ void EngineCore::wait_var(Var var, bool for_write) {
   detail::OpObserver* obs = observer();
   if (obs) [[unlikely]] obs->on_block_begin(call);
   detail::WaitSignal signal;
-  OpBlock* op = make_engine_op(OpKind::WaitSignal, state, for_write, call);
+  OpBlock* op = make_engine_op(OpKind::WaitSignal, state, var.generation(), for_write, call);
   op->signal = &signal;
   submit(op);
   std::exception_ptr error = signal.wait();
@@ -294,7 +342,7 @@ std::exception_ptr EngineCore::invoke(OpBlock* op, RunContext& ctx) {
   if (obs) [[unlikely]] obs->on_start(*op, ctx);
   std::exception_ptr error;
   {
-    OperationScope scope;
+    OperationScope scope(this);
     if (op->kind == OpKind::Sync) {
       try {
         op->fn(ctx);
@@ -305,6 +353,7 @@ std::exception_ptr EngineCore::invoke(OpBlock* op, RunContext& ctx) {
       const std::uint64_t ticket = op->ticket.load(std::memory_order_relaxed);
       op->async_state.store(detail::kAsyncInvoking, std::memory_order_relaxed);
       bool threw = false;
+      InlineCompletion inline_completion(op);
       try {
         op->async_fn(ctx, Completion(op, ticket));
       } catch (...) {
@@ -312,7 +361,10 @@ std::exception_ptr EngineCore::invoke(OpBlock* op, RunContext& ctx) {
         threw = true;
       }
       const auto state = op->async_state.exchange(0, std::memory_order_acq_rel);
-      if (threw) {
+      if (inline_completion.called) {
+        // A throw after the Completion was called still fails the op.
+        on_completed(op, threw ? error : std::move(inline_completion.error));
+      } else if (threw) {
         complete_async(op, ticket, error, /*quiet=*/true);
       } else if (state & detail::kAsyncDropped) {
         complete_async(op, ticket, detail::dropped_completion_error(*op), /*quiet=*/true);
@@ -336,6 +388,13 @@ void EngineCore::complete_async(OpBlock* op, std::uint64_t ticket, std::exceptio
   if (!op->ticket.compare_exchange_strong(expected, ticket + 1, std::memory_order_acq_rel)) {
     if (quiet) return;
     throw std::logic_error("depengine: the completion of an asynchronous operation was called twice");
+  }
+  // (Not once invoke() is past the function: its own completions go through.)
+  if (InlineCompletion* pending = InlineCompletion::t_current;
+      pending != nullptr && pending->op == op && (op->async_state.load(std::memory_order_relaxed) & detail::kAsyncInvoking)) {
+    pending->called = true;
+    pending->error = std::move(error);
+    return;
   }
   on_completed(op, std::move(error));
 }
@@ -391,7 +450,21 @@ void EngineCore::record_failure(const OpBlock& op) {
     wrote = true;
     failures_.push_back({e.var, e.var->generation.load(std::memory_order_relaxed), op.error});
   }
-  if (!wrote) failures_.push_back({nullptr, 0, op.error});
+  const bool skipped = std::any_of(op.entries.begin(), op.entries.end(),
+                                   [&](const Entry& e) { return e.error == op.error; });
+  if (!wrote && !skipped) failures_.push_back({nullptr, 0, op.error});
+}
+
+void EngineCore::forget_reported(const std::exception_ptr& error) {
+  std::lock_guard lock(failures_mutex_);
+  std::erase_if(failures_, [&](const Failure& f) { return f.error == error; });
+}
+
+void EngineCore::file_failure_of_deleted(VarState& var) {
+  std::exception_ptr unreported = take_error(var);
+  if (!unreported) return;
+  forget_reported(unreported);
+  record_unattached_failure(std::move(unreported));
 }
 
 std::exception_ptr EngineCore::take_all_errors() {
@@ -434,9 +507,9 @@ EngineOptions apply_environment(EngineOptions options) {
   if (const char* threads = std::getenv("DEPENGINE_CPU_THREADS"); threads && *threads) {
     char* end = nullptr;
     const long n = std::strtol(threads, &end, 10);
-    if (*end != '\0' || n < 0 || n > 4096) {
-      throw std::invalid_argument("depengine: DEPENGINE_CPU_THREADS must be a number from 0 to 4096, not '" +
-                                  std::string(threads) + "'");
+    if (*end != '\0' || n < 0 || n > kMaxCpuThreads) {
+      throw std::invalid_argument("depengine: DEPENGINE_CPU_THREADS must be a number from 0 to " +
+                                  std::to_string(kMaxCpuThreads) + ", not '" + std::string(threads) + "'");
     }
     options.cpu_threads = static_cast<int>(n);
   }

@@ -41,6 +41,9 @@ class EngineCore {
   virtual int cpu_threads() const = 0;
   EngineKind kind() const { return options_.kind; }
   std::string var_name(Var var) const;
+  /// The variable whose slot is `slot`, if one lives there (its deletion may
+  /// have been pushed), else a null Var: how the C API checks its handles.
+  Var live_var(std::uint32_t slot) const { return vars_.live_var(slot); }
   const EngineOptions& options() const { return options_; }
 
   // Hooks of ReadyOp and Completion.
@@ -84,6 +87,8 @@ class EngineCore {
 
   /// Set while this thread runs an operation: blocking calls then throw.
   static bool in_operation();
+  /// Set while this thread runs an operation of this engine (innermost).
+  bool in_own_operation() const;
 
  protected:
   friend class ReadyOp;  // input_error, for stream devices
@@ -99,17 +104,40 @@ class EngineCore {
   [[noreturn, gnu::cold, gnu::noinline]] static void throw_listed_twice(std::string_view op_name,
                                                                         const detail::VarState& var,
                                                                         bool in_both_lists);
+  /// The first entry of `op` whose variable was deleted (or its deletion
+  /// pushed) since make_op looked it up, or null. Asked where the push is
+  /// ordered: under its variables' locks, or its buffer's lock once it holds
+  /// their claims. A deletion's own entry does not count.
+  static const detail::Entry* stale_entry(const detail::OpBlock& op) {
+    if (op.kind == detail::OpKind::Delete) return nullptr;
+    for (const detail::Entry& e : op.entries) {
+      if (!detail::VarTable::is_current(*e.var, e.generation)) [[unlikely]] return &e;
+    }
+    return nullptr;
+  }
+  /// Returns `op` to the pool, enqueued nowhere, and throws
+  /// std::invalid_argument naming `stale`'s variable as deleted.
+  [[noreturn, gnu::cold, gnu::noinline]] static void reject_stale(detail::OpBlock* op, const detail::Entry& stale);
   /// The engine's own one-variable ops: deletions and wait markers.
-  detail::OpBlock* make_engine_op(detail::OpKind kind, detail::VarState* var, bool write, const char* name);
+  detail::OpBlock* make_engine_op(detail::OpKind kind, detail::VarState* var, std::uint32_t generation, bool write,
+                                  const char* name);
   void wait_var(Var var, bool for_write);
   /// Throws std::logic_error when called from inside an operation.
   void check_blocking_allowed(const char* call) const;
 
   /// Files the failure of `op` for wait_all, under each variable it writes
-  /// (or under none, when it writes nothing).
+  /// (or under none, when it writes nothing and failed itself: a skipped op
+  /// that writes nothing only passes on a failure filed already).
   void record_failure(const detail::OpBlock& op);
   /// Files an error no variable carries (e.g. of a deleted variable).
   void record_unattached_failure(std::exception_ptr error);
+  /// A blocking call reported `error`: wait_all no longer does, and its
+  /// records are freed. (The variables it marks stay failed: a wait on one
+  /// of them still reports it.)
+  void forget_reported(const std::exception_ptr& error);
+  /// For a variable being deleted: its unreported failure, if any, outlives
+  /// it, filed under no variable.
+  void file_failure_of_deleted(detail::VarState& var);
   /// The error the op's inputs carry, if any: that of the first variable in
   /// its lists (reads, then writes) that had failed at the op's turn in push
   /// order (Entry::error, set as the variables' queues grant the entries).
@@ -128,7 +156,7 @@ class EngineCore {
   std::exception_ptr take_all_errors();
 
   Executor* executor_for(Device device) {
-    if (device.index < 0 || device.index >= kMaxDeviceIndex) return nullptr;
+    if (!in_table(device)) return nullptr;
     if (Executor* e = devices_[static_cast<int>(device.kind)][device.index].load(std::memory_order_acquire)) return e;
     return create_executor(device);
   }
@@ -153,7 +181,13 @@ class EngineCore {
   std::atomic<detail::OpObserver*> observer_{nullptr};
 
   static constexpr int kMaxDeviceIndex = 64;
-  std::array<std::array<std::atomic<Executor*>, kMaxDeviceIndex>, 4> devices_{};
+  static constexpr int kDeviceKinds = 4;
+  /// Whether `device` has a place in devices_ (a C caller or a cast may
+  /// make any kind).
+  static bool in_table(Device device) {
+    return static_cast<int>(device.kind) < kDeviceKinds && device.index >= 0 && device.index < kMaxDeviceIndex;
+  }
+  std::array<std::array<std::atomic<Executor*>, kMaxDeviceIndex>, kDeviceKinds> devices_{};
   mutable std::mutex devices_mutex_;
   std::vector<std::unique_ptr<Executor>> owned_executors_;
 

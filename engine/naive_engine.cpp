@@ -3,6 +3,7 @@
 // their device and waited for), one push at a time. It is the reference the
 // threaded engine is tested against, and the "sync" side of benchmarks.
 
+#include <deque>
 #include <mutex>
 
 #include "engine/engine_core.h"
@@ -52,13 +53,56 @@ class NaiveEngine final : public EngineCore {
  protected:
   void submit(OpBlock* op) override {
     if (detail::OpObserver* obs = observer()) [[unlikely]] obs->on_push(*op);
-    // Operations may push from inside (nested pushes run at once), hence
-    // a recursive mutex.
+    // Pushed from inside one of this engine's operations: it runs once that
+    // one has completed, in push order, from the loop below instead of on
+    // top of it (a chain of ops that each push the next would otherwise
+    // nest as deep as it is long). It is ordered before any delete_var of
+    // another thread, which waits for the mutex the loop holds. The same for
+    // what a release callback or a device pushes while this thread runs.
+    if (in_own_operation() || t_running == this) {
+      // Only a release callback can wait here (ops cannot): at once, as
+      // before the ops queued behind what it deletes.
+      if (op->kind == OpKind::WaitSignal) {
+        run(op);
+        return;
+      }
+      std::lock_guard lock(nested_mutex_);
+      nested_.push_back(op);
+      return;
+    }
     std::lock_guard lock(mutex_);
+    RunningHere running(this);
+    // A delete_var of another thread may have run between the lookup and here.
+    if (const detail::Entry* stale = stale_entry(*op)) [[unlikely]] reject_stale(op, *stale);
+    run(op);
+    for (;;) {
+      OpBlock* next;
+      {
+        std::lock_guard nested_lock(nested_mutex_);
+        if (nested_.empty()) break;
+        next = nested_.front();
+        nested_.pop_front();
+      }
+      run(next);
+    }
+  }
+
+ private:
+  // Marks the thread that runs this engine's pushes (mutex_ held).
+  struct RunningHere {
+    explicit RunningHere(const NaiveEngine* engine) : outer(t_running) { t_running = engine; }
+    ~RunningHere() { t_running = outer; }
+    const NaiveEngine* outer;
+  };
+  static inline thread_local const NaiveEngine* t_running = nullptr;
+
+  // Runs one push to completion on this thread (mutex_ held).
+  void run(OpBlock* op) {
     switch (op->kind) {
       case OpKind::WaitSignal: {
         detail::WaitSignal* signal = op->signal;
         std::exception_ptr error = take_error(*op->entries.front().var);
+        if (error) forget_reported(error);
         detail::OpPool::release(op);
         signal->set(std::move(error));
         return;
@@ -72,7 +116,7 @@ class NaiveEngine final : public EngineCore {
             record_unattached_failure(std::current_exception());
           }
         }
-        if (std::exception_ptr unreported = take_error(*var)) record_unattached_failure(std::move(unreported));
+        file_failure_of_deleted(*var);
         detail::OpPool::release(op);
         recycle_var(var);
         return;
@@ -95,7 +139,6 @@ class NaiveEngine final : public EngineCore {
     done.wait();
   }
 
- private:
   void finish(OpBlock* op, std::exception_ptr error) {
     if (error) {
       op->set_error(std::move(error));
@@ -111,7 +154,9 @@ class NaiveEngine final : public EngineCore {
     release_hold(op);
   }
 
-  std::recursive_mutex mutex_;
+  std::mutex mutex_;  // one push runs at a time
+  std::mutex nested_mutex_;
+  std::deque<OpBlock*> nested_;  // pushed by the running op, to run after it
 };
 
 std::unique_ptr<EngineCore> make_naive_engine(const EngineOptions& options) {

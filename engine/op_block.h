@@ -40,6 +40,8 @@ struct alignas(64) Entry {
   /// several failed inputs, the first listed one gives the op its error, so
   /// that the choice depends neither on addresses nor on timing.
   std::uint32_t position = 0;
+  /// The variable's generation when the push looked it up (VarTable::is_current).
+  std::uint32_t generation = 0;
   /// The variable's error as this entry sees it at its turn in push order
   /// (guarded by the variable's lock): taken when the entry is granted, and
   /// overwritten when an earlier write it was granted behind fails. Frozen
@@ -61,6 +63,8 @@ struct alignas(64) Entry {
   Entry* peek_next() { return std::atomic_ref<Entry*>(next).load(std::memory_order_acquire); }
   OpBlock* peek_next_op() { return std::atomic_ref<OpBlock*>(next_op).load(std::memory_order_relaxed); }
 };
+
+static_assert(sizeof(Entry) == 64, "Entry: one line");
 
 enum class OpKind : std::uint8_t {
   Sync,        // push

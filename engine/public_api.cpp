@@ -1,6 +1,9 @@
 // The thin public classes: Engine, Completion, ReadyOp, Device.
 
+#include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
+#include <string>
 
 #include "depengine/completion.h"
 #include "depengine/engine.h"
@@ -13,15 +16,38 @@ namespace depengine {
 
 // ---------------------------------------------------------------- Engine
 
+namespace {
+
+void validate(const EngineOptions& options) {
+  if (options.kind != EngineKind::Threaded && options.kind != EngineKind::Naive) {
+    throw std::invalid_argument("depengine: EngineOptions::kind is neither Threaded nor Naive");
+  }
+  if (options.max_ops_in_flight == 0) throw std::invalid_argument("depengine: max_ops_in_flight must be positive");
+  if (options.cpu_threads < 0 || options.cpu_threads > kMaxCpuThreads) {
+    throw std::invalid_argument("depengine: cpu_threads must be from 0 (one per core) to " +
+                                std::to_string(kMaxCpuThreads) + ", not " + std::to_string(options.cpu_threads));
+  }
+}
+
+}  // namespace
+
 Engine::Engine(EngineOptions options) {
   options = apply_environment(options);
-  if (options.max_ops_in_flight == 0) throw std::invalid_argument("depengine: max_ops_in_flight must be positive");
-  if (options.cpu_threads < 0) throw std::invalid_argument("depengine: cpu_threads must not be negative");
+  validate(options);
   core_ = options.kind == EngineKind::Naive ? make_naive_engine(options) : make_threaded_engine(options);
   if (options.read_environment) detail::profile_from_environment(*core_);
 }
 
-Engine::~Engine() = default;
+Engine::~Engine() {
+  // Destroying waits for every operation, the running one included: it would
+  // never return. A destructor cannot throw, so the misuse ends the program
+  // with its cause, instead of hanging it.
+  if (EngineCore::in_operation()) {
+    std::fputs("depengine: an Engine was destroyed from inside an operation, which would deadlock; aborting\n",
+               stderr);
+    std::abort();
+  }
+}
 
 Var Engine::new_var(std::string_view name) { return core_->new_var(name); }
 void Engine::push(OpFn fn, VarList reads, VarList writes, const PushOptions& options) {
@@ -109,7 +135,7 @@ void ReadyOp::run_and_complete(RunContext& ctx) const {
 std::string Device::to_string() const {
   switch (kind) {
     case DeviceKind::cpu:
-      return "cpu";
+      return index == 0 ? "cpu" : "cpu:" + std::to_string(index);
     case DeviceKind::cuda:
       return "cuda:" + std::to_string(index);
     case DeviceKind::emulated:
@@ -117,7 +143,7 @@ std::string Device::to_string() const {
     case DeviceKind::custom:
       return "custom:" + std::to_string(index);
   }
-  return "unknown";
+  return "unknown kind " + std::to_string(static_cast<int>(kind)) + ":" + std::to_string(index);
 }
 
 }  // namespace depengine

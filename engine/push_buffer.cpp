@@ -19,7 +19,8 @@ bool PushBuffer::claim(const OpBlock& op) {
     // A claim taken here and left unused when a later variable is held
     // elsewhere is harmless: this buffer has nothing on that variable.
     if (holder != nullptr ||
-        !e.var->claim.compare_exchange_strong(holder, this, std::memory_order_acq_rel)) {
+        // Sequentially consistent, for a racing delete_var: see EngineCore::stale_entry.
+        !e.var->claim.compare_exchange_strong(holder, this, std::memory_order_seq_cst)) {
       return false;
     }
   }

@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <limits>
 #include <thread>
 
 #include "devices/cpu/cpu_executor.h"
@@ -180,6 +181,11 @@ class ThreadedEngine final : public EngineCore {
       register_now(op, buffer);
       return;
     }
+    // Holding the claims: a delete_var that did not see them is seen here.
+    if (const Entry* stale = stale_entry(*op)) [[unlikely]] {
+      buffer->unlock();
+      reject_stale(op, *stale);
+    }
     const bool was_empty = buffer->empty();
     buffer->add(op);
     if (buffer->full()) {
@@ -221,7 +227,8 @@ class ThreadedEngine final : public EngineCore {
     if (own && own->maybe_holds_ops()) flush(*own);
     PushBuffer* flushed = nullptr;  // neighbouring variables claimed by one buffer flush it once
     for (Entry& e : op->entries) {
-      PushBuffer* holder = e.var->claim.load(std::memory_order_acquire);
+      // Sequentially consistent, for a delete_var's registration: see stale_entry.
+      PushBuffer* holder = e.var->claim.load(std::memory_order_seq_cst);
       if (holder != nullptr && holder != own && holder != flushed) {
         flush(*holder);
         flushed = holder;
@@ -233,6 +240,11 @@ class ThreadedEngine final : public EngineCore {
     int granted = 0;
     // Entries are sorted by variable address: a global lock order.
     for (Entry& e : op->entries) e.var->lock.lock();
+    if (const Entry* stale = stale_entry(*op)) [[unlikely]] {
+      for (Entry& e : op->entries) e.var->lock.unlock();
+      counter_.add_completed();  // balances the push counted above, which did not happen
+      reject_stale(op, *stale);
+    }
     for (Entry& e : op->entries) granted += detail::dependency::append(*e.var, e);
     for (Entry& e : op->entries) e.var->lock.unlock();
     // Grants made here are settled in one step, or in none when every entry
@@ -312,6 +324,7 @@ class ThreadedEngine final : public EngineCore {
         case OpKind::WaitSignal: {
           // Taken over from the variable when the wait was granted.
           std::exception_ptr error = std::move(op->entries.front().error);
+          if (error) [[unlikely]] forget_reported(error);
           detail::WaitSignal* signal = op->signal;
           finish(op, nullptr, ready);
           signal->set(std::move(error));  // the waiter may return at once
@@ -366,8 +379,7 @@ class ThreadedEngine final : public EngineCore {
         release_error = std::current_exception();
       }
     }
-    // A failure nobody reported yet outlives the variable: wait_all reports it.
-    if (std::exception_ptr unreported = take_error(*var)) record_unattached_failure(std::move(unreported));
+    file_failure_of_deleted(*var);
     if (release_error) record_unattached_failure(std::move(release_error));
     finish(op, nullptr, ready);
     recycle_var(var);
@@ -397,6 +409,11 @@ class ThreadedEngine final : public EngineCore {
       report_released(*obs, *op, ready, ready_before);
       obs->on_complete(*op);
     }
+    // The failure records hold the error now. Dropping the op's reference
+    // before the completion is counted keeps a waiter that reads the error
+    // ordered after it: freeing it when the block is reused would race with
+    // that read as far as ThreadSanitizer sees.
+    if (op->has_error) [[unlikely]] op->error = nullptr;
     release_hold(op);
     counter_.add_completed();
     // A worker wakes the waiters when it runs out of work (on_cpu_idle,
@@ -430,7 +447,9 @@ class ThreadedEngine final : public EngineCore {
   }
 
   void apply_back_pressure() {
-    const auto bound = static_cast<std::int64_t>(options_.max_ops_in_flight);
+    // From 2^63 on, a bound no count reaches: off.
+    const auto bound = static_cast<std::int64_t>(
+        std::min<std::size_t>(options_.max_ops_in_flight, std::numeric_limits<std::int64_t>::max()));
     if (in_flight() <= bound) return;
     if (PushBuffer* own = buffers_.mine_if_cached()) flush(*own);  // they may be what we wait for
     wait_until_in_flight_at_most(bound - bound / 4, bp_waiters_);

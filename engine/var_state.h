@@ -41,8 +41,11 @@ struct alignas(64) VarState {
   Device launch_device;  // where the launched active entries run, unless mixed
   std::exception_ptr error;  // written only when a write fails
 
-  // Identity, owned by VarTable.
-  alignas(64) std::atomic<std::uint32_t> generation{1};
+  // Identity, owned by VarTable. The generation is odd while the slot holds a
+  // live variable and even while it is free (0: never used), so that no
+  // handle names a slot the table did not hand out; it changes under `lock`
+  // too, for the registration check (see VarTable::is_current).
+  alignas(64) std::atomic<std::uint32_t> generation{0};
   std::atomic<bool> delete_pushed{false};
   std::uint32_t slot = 0;
   // Batched pushes (PushBuffer): the buffer that may hold operations on this

@@ -29,16 +29,33 @@ Var VarTable::create(std::string_view name) {
   VarState& state = (*chunks_[slot >> kChunkBits].load(std::memory_order_relaxed))[slot & (kChunkSize - 1)];
   state.slot = slot;
   state.name.assign(name);
-  state.delete_pushed.store(false, std::memory_order_relaxed);
-  return Var(engine_id_, slot, state.generation.load(std::memory_order_relaxed));
+  std::uint32_t generation;
+  {
+    std::lock_guard var_lock(state.lock);
+    generation = state.generation.load(std::memory_order_relaxed) + 1;  // odd: live
+    state.generation.store(generation, std::memory_order_release);
+  }
+  // Release: a push that sees the reset also sees the new generation.
+  state.delete_pushed.store(false, std::memory_order_release);
+  return Var(engine_id_, slot, generation);
+}
+
+Var VarTable::live_var(std::uint32_t slot) const {
+  if (slot >= kMaxChunks * kChunkSize) return {};
+  Chunk* chunk = chunks_[slot >> kChunkBits].load(std::memory_order_acquire);
+  if (chunk == nullptr) return {};
+  const VarState& state = (*chunk)[slot & (kChunkSize - 1)];
+  const std::uint32_t generation = state.generation.load(std::memory_order_acquire);
+  if ((generation & 1) == 0) return {};
+  return Var(engine_id_, slot, generation);
 }
 
 void VarTable::recycle(VarState* var) {
   std::lock_guard lock(mutex_);
-  var->generation.fetch_add(1, std::memory_order_release);
   var->name.clear();
   {
     std::lock_guard var_lock(var->lock);
+    var->generation.fetch_add(1, std::memory_order_release);  // even: free
     var->failed.store(false, std::memory_order_relaxed);
     var->error = nullptr;
   }

@@ -37,9 +37,22 @@ class VarTable {
     Chunk* chunk = chunks_[slot >> kChunkBits].load(std::memory_order_acquire);
     if (chunk == nullptr) return nullptr;
     VarState& state = (*chunk)[slot & (kChunkSize - 1)];
-    if (state.generation.load(std::memory_order_acquire) != var.generation()) return nullptr;
+    const std::uint32_t generation = var.generation();
+    if ((generation & 1) == 0 || state.generation.load(std::memory_order_acquire) != generation) return nullptr;
     return &state;
   }
+  /// Whether `state` is still the live variable of generation `generation`
+  /// whose deletion was not pushed. Pushes check it again where they are
+  /// ordered (under the variable's lock, or their buffer's with its claim):
+  /// find() alone races with a delete_var that registers in between.
+  static bool is_current(const VarState& state, std::uint32_t generation) {
+    // Acquire: create() resets delete_pushed only after a new generation.
+    return !state.delete_pushed.load(std::memory_order_seq_cst) &&
+           state.generation.load(std::memory_order_acquire) == generation;
+  }
+  /// The variable in `slot` (its deletion may have been pushed), or a null
+  /// Var when the slot is free or was never used.
+  Var live_var(std::uint32_t slot) const;
   /// Frees the slot for reuse; old handles become stale.
   void recycle(VarState* var);
 

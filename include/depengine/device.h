@@ -37,7 +37,8 @@ struct Device {
   constexpr bool is_cpu() const { return kind == DeviceKind::cpu; }
   friend constexpr bool operator==(Device, Device) = default;
 
-  /// "cpu", "cuda:0", "emulated:1", "custom:2".
+  /// "cpu", "cuda:0", "emulated:1", "custom:2" ("cpu:1" for an index no
+  /// engine has, "unknown kind 77:0" for a value outside the enum).
   std::string to_string() const;
 };
 

@@ -62,7 +62,8 @@ class Engine {
  public:
   explicit Engine(EngineOptions options = {});
   /// Waits for every pushed operation, then stops the workers. Errors still
-  /// unreported are dropped (destructors do not throw).
+  /// unreported are dropped (destructors do not throw). Called from inside an
+  /// operation, where it would wait forever, it prints why and aborts.
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -72,8 +73,9 @@ class Engine {
 
   /// Pushes an operation that reads `reads` and writes `writes`.
   /// Throws `std::invalid_argument` (and enqueues nothing) for a null `fn`, an
-  /// unknown, deleted or foreign variable, a variable listed twice or in both
-  /// lists, or a device the engine does not have.
+  /// unknown, deleted or foreign variable (also one deleted by another thread
+  /// during the call), a variable listed twice or in both lists, or a device
+  /// the engine does not have.
   void push(OpFn fn, VarList reads, VarList writes, const PushOptions& options = {});
 
   /// Like `push`, for work that completes elsewhere: `fn` starts it and the

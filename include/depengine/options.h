@@ -23,12 +23,23 @@ enum class EngineKind : std::uint8_t {
   Naive,     ///< synchronous: every push runs to completion on the pushing thread
 };
 
+/// The most CPU workers an engine accepts (`EngineOptions::cpu_threads`,
+/// `DEPENGINE_CPU_THREADS`, the C options): far more threads than cores only
+/// cost memory and wake-ups.
+inline constexpr int kMaxCpuThreads = 1024;
+
+/// `EngineOptions::max_ops_in_flight` meaning "no bound".
+inline constexpr std::size_t kUnlimitedOpsInFlight = SIZE_MAX;
+
+/// Checked by the `Engine` constructor (and so by the C API): a bad value
+/// throws `std::invalid_argument` naming the option.
 struct EngineOptions {
   EngineKind kind = EngineKind::Threaded;
-  /// Worker threads of the CPU device; 0 means one per core.
+  /// Worker threads of the CPU device, 0 to kMaxCpuThreads; 0 means one per core.
   int cpu_threads = 0;
   /// Back-pressure: a push from outside the engine blocks while more than this
-  /// many operations are in flight, so memory stays bounded.
+  /// many operations are in flight, so memory stays bounded. At least 1;
+  /// kUnlimitedOpsInFlight (or any value from 2^63 on) turns it off.
   std::size_t max_ops_in_flight = 1u << 16;
   /// When true (the default) the environment variables DEPENGINE_ENGINE,
   /// DEPENGINE_CPU_THREADS and DEPENGINE_BATCH_PUSHES override `kind`,

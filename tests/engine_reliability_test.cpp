@@ -1,0 +1,386 @@
+// Defects found by probing the engine as an adversarial user would: pushes
+// racing a deletion, forged and foreign handles, absurd options, failure
+// records that pile up or report twice, deep nested pushes, bad devices,
+// an engine destroyed from inside its own operation.
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <depengine/c_api.h>
+#include <depengine/engine.h>
+#include <depengine/executor.h>
+
+namespace depengine {
+namespace {
+
+struct Config {
+  EngineKind kind;
+  bool batch_pushes;
+};
+
+class Reliability : public ::testing::TestWithParam<Config> {
+ protected:
+  EngineOptions options() const {
+    return {.kind = GetParam().kind, .cpu_threads = 2, .read_environment = false,
+            .batch_pushes = GetParam().batch_pushes};
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(Engines, Reliability,
+                         ::testing::Values(Config{EngineKind::Threaded, true}, Config{EngineKind::Threaded, false},
+                                           Config{EngineKind::Naive, false}),
+                         [](const auto& info) {
+                           if (info.param.kind == EngineKind::Naive) return std::string("Naive");
+                           return std::string(info.param.batch_pushes ? "Batched" : "Unbatched");
+                         });
+
+template <class F>
+std::string message_of(F&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// ---------------------------------------------------------------- push against delete_var
+
+// A push racing delete_var is either ordered before the deletion (it runs
+// before the release callback) or throws std::invalid_argument: never
+// accepted and run afterwards, on a buffer the callback freed.
+TEST_P(Reliability, PushRacingDeleteRunsBeforeTheReleaseOrThrows) {
+  Engine engine(options());
+  // The naive engine runs each push under one lock, which the pusher keeps
+  // taking: its rounds last longer.
+  const int kRounds = GetParam().kind == EngineKind::Naive ? 200 : 1500;
+  std::atomic<int> ran_after_release{0}, accepted{0}, rejected{0};
+  for (int round = 0; round < kRounds; ++round) {
+    const Var v = engine.new_var("v");
+    std::atomic<bool> released{false}, go{false};
+    std::thread pusher([&] {
+      while (!go.load(std::memory_order_acquire)) {
+      }
+      for (int i = 0;; ++i) {
+        auto check = [&](RunContext&) {
+          if (released.load(std::memory_order_acquire)) ran_after_release.fetch_add(1);
+        };
+        try {
+          if (i % 2 == 0) {
+            engine.push(check, {v}, {});
+          } else {
+            engine.push(check, {}, {v});
+          }
+          accepted.fetch_add(1, std::memory_order_relaxed);
+        } catch (const std::invalid_argument&) {
+          rejected.fetch_add(1, std::memory_order_relaxed);
+          return;
+        }
+      }
+    });
+    go.store(true, std::memory_order_release);
+    for (int spin = 0; spin < round % 64; ++spin) std::this_thread::yield();
+    engine.delete_var(v, [&] { released.store(true, std::memory_order_release); });
+    pusher.join();
+    engine.wait_all();  // before `released` goes out of scope
+  }
+  engine.wait_all();
+  EXPECT_EQ(ran_after_release.load(), 0) << "of " << accepted.load() << " accepted pushes";
+  EXPECT_EQ(rejected.load(), kRounds);
+}
+
+// The same for a wait: it reports the deletion instead of waiting behind it
+// on a slot that is recycled meanwhile.
+TEST_P(Reliability, WaitRacingDeleteReturnsOrThrows) {
+  Engine engine(options());
+  for (int round = 0; round < 500; ++round) {
+    const Var v = engine.new_var("v");
+    engine.push([](RunContext&) {}, {}, {v});
+    std::atomic<bool> go{false};
+    std::thread waiter([&] {
+      while (!go.load(std::memory_order_acquire)) {
+      }
+      try {
+        for (;;) engine.wait_to_read(v);
+      } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find("deleted"), std::string::npos) << e.what();
+      }
+    });
+    go.store(true, std::memory_order_release);
+    engine.delete_var(v);
+    waiter.join();
+  }
+  engine.wait_all();
+}
+
+// ---------------------------------------------------------------- handles
+
+TEST_P(Reliability, HandlesOfSlotsNeverHandedOutAreRejected) {
+  Engine engine(options());
+  const Var real = engine.new_var("real");
+  // The same engine and generation as a real handle, on a slot of the same
+  // chunk that no new_var returned; and the real slot with other generations.
+  for (const Var forged : {Var(real.engine_id(), real.slot() + 1, real.generation()),
+                           Var(real.engine_id(), real.slot() + 7, 1), Var(real.engine_id(), real.slot(), 0),
+                           Var(real.engine_id(), real.slot(), real.generation() + 1)}) {
+    EXPECT_THROW(engine.push([](RunContext&) {}, {forged}, {}), std::invalid_argument);
+    EXPECT_THROW(engine.wait_to_read(forged), std::invalid_argument);
+    EXPECT_THROW(engine.delete_var(forged), std::invalid_argument);
+  }
+  // Nothing was freed by the forged deletes: new variables get new slots.
+  const Var a = engine.new_var("a"), b = engine.new_var("b");
+  EXPECT_NE(a.slot(), b.slot());
+  EXPECT_NE(a.slot(), real.slot());
+  EXPECT_EQ(engine.var_name(real), "real");
+  engine.wait_all();
+}
+
+TEST(ReliabilityHandles, AVarOfOneEngineIsRejectedByEveryOther) {
+  // More engines than a 7-bit tag tells apart.
+  constexpr int kEngines = 140;
+  std::vector<std::unique_ptr<Engine>> engines;
+  std::vector<Var> vars;
+  for (int i = 0; i < kEngines; ++i) {
+    engines.push_back(std::make_unique<Engine>(EngineOptions{.kind = EngineKind::Naive, .read_environment = false}));
+    vars.push_back(engines.back()->new_var("v" + std::to_string(i)));
+  }
+  for (int i = 0; i < kEngines; ++i) {
+    for (int j : {(i + 1) % kEngines, (i + 128) % kEngines, (i + 129) % kEngines}) {
+      EXPECT_THROW(engines[j]->push([](RunContext&) {}, {vars[i]}, {}), std::invalid_argument);
+      EXPECT_THROW(engines[j]->delete_var(vars[i]), std::invalid_argument);
+    }
+  }
+  for (int i = 0; i < kEngines; ++i) EXPECT_EQ(engines[i]->var_name(vars[i]), "v" + std::to_string(i));
+}
+
+TEST(ReliabilityHandles, CHandlesOfOneEngineAreRejectedByEveryOther) {
+  constexpr int kEngines = 140;
+  depengine_engine_options options;
+  depengine_engine_options_init(&options);
+  options.kind = DEPENGINE_ENGINE_NAIVE;
+  options.read_environment = 0;
+  std::vector<depengine_engine*> engines(kEngines);
+  std::vector<depengine_var> vars(kEngines);
+  for (int i = 0; i < kEngines; ++i) {
+    ASSERT_EQ(depengine_engine_create(&options, &engines[i]), DEPENGINE_OK);
+    ASSERT_EQ(depengine_new_var(engines[i], "v", &vars[i]), DEPENGINE_OK);
+  }
+  auto noop = [](void*, depengine_op_context*) {};
+  for (int i = 0; i < kEngines; ++i) {
+    for (int j : {(i + 1) % kEngines, (i + 128) % kEngines, (i + 129) % kEngines}) {
+      EXPECT_EQ(depengine_push(engines[j], noop, nullptr, &vars[i], 1, nullptr, 0, nullptr),
+                DEPENGINE_ERROR_UNKNOWN_VAR);
+      EXPECT_EQ(depengine_wait_to_read(engines[j], vars[i]), DEPENGINE_ERROR_UNKNOWN_VAR);
+      EXPECT_EQ(depengine_delete_var(engines[j], vars[i], nullptr, nullptr), DEPENGINE_ERROR_UNKNOWN_VAR);
+    }
+  }
+  // Forged handles: neighbouring slots and flipped bits of a real one.
+  const depengine_var real = vars[0];
+  for (depengine_var forged : {real + 1, real ^ (std::uint64_t{1} << 40), real ^ (std::uint64_t{1} << 62),
+                               depengine_var{1} << 63}) {
+    EXPECT_EQ(depengine_delete_var(engines[0], forged, nullptr, nullptr), DEPENGINE_ERROR_UNKNOWN_VAR);
+  }
+  for (int i = 0; i < kEngines; ++i) {
+    EXPECT_EQ(depengine_wait_to_read(engines[i], vars[i]), DEPENGINE_OK);
+    EXPECT_EQ(depengine_engine_destroy(engines[i]), DEPENGINE_OK);
+  }
+}
+
+// ---------------------------------------------------------------- options
+
+TEST_P(Reliability, UnlimitedOpsInFlightDoesNotBlock) {
+  EngineOptions opts = options();
+  for (std::size_t bound : {kUnlimitedOpsInFlight, (std::size_t{1} << 63), (std::size_t{1} << 63) + 5}) {
+    opts.max_ops_in_flight = bound;
+    Engine engine(opts);
+    const Var v = engine.new_var("v");
+    int count = 0;
+    for (int i = 0; i < 1000; ++i) engine.push([&](RunContext&) { ++count; }, {}, {v});
+    engine.wait_all();
+    EXPECT_EQ(count, 1000);
+  }
+}
+
+TEST_P(Reliability, OutOfRangeOptionsAreRejectedAlikeInEveryEntryPoint) {
+  EngineOptions opts = options();
+  for (int threads : {-1, kMaxCpuThreads + 1, 100000}) {
+    opts.cpu_threads = threads;
+    EXPECT_NE(message_of([&] { Engine engine(opts); }).find("cpu_threads"), std::string::npos) << threads;
+  }
+  opts.cpu_threads = 1;
+  opts.max_ops_in_flight = 0;
+  EXPECT_THROW(Engine engine(opts), std::invalid_argument);
+
+  depengine_engine_options c_options;
+  depengine_engine_options_init(&c_options);
+  c_options.read_environment = 0;
+  depengine_engine* engine = nullptr;
+  c_options.cpu_threads = kMaxCpuThreads + 1;
+  EXPECT_EQ(depengine_engine_create(&c_options, &engine), DEPENGINE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(depengine_last_error()).find("cpu_threads"), std::string::npos);
+  c_options.cpu_threads = 1;
+  c_options.max_ops_in_flight = SIZE_MAX;
+  ASSERT_EQ(depengine_engine_create(&c_options, &engine), DEPENGINE_OK);
+  EXPECT_EQ(depengine_wait_all(engine), DEPENGINE_OK);
+  EXPECT_EQ(depengine_engine_destroy(engine), DEPENGINE_OK);
+}
+
+TEST(ReliabilityOptions, TheEnvironmentIsBoundedLikeTheOptions) {
+  ::setenv("DEPENGINE_CPU_THREADS", std::to_string(kMaxCpuThreads + 1).c_str(), 1);
+  EXPECT_NE(message_of([] { Engine engine; }).find("DEPENGINE_CPU_THREADS"), std::string::npos);
+  ::unsetenv("DEPENGINE_CPU_THREADS");
+}
+
+// ---------------------------------------------------------------- failures
+
+// Counts its live copies: a failure record that is never freed keeps one.
+struct CountedError : std::runtime_error {
+  static inline std::atomic<int> live{0};
+  CountedError() : std::runtime_error("counted") { live.fetch_add(1); }
+  CountedError(const CountedError& other) : std::runtime_error(other) { live.fetch_add(1); }
+  ~CountedError() override { live.fetch_sub(1); }
+};
+
+TEST_P(Reliability, FailuresReportedByWaitsAreFreed) {
+  Engine engine(options());
+  const Var a = engine.new_var("a");
+  const int live_before = CountedError::live.load();
+  for (int round = 0; round < 5000; ++round) {
+    engine.push([](RunContext&) { throw CountedError(); }, {}, {a});
+    engine.push([](RunContext&) {}, {a}, {});
+    EXPECT_THROW(engine.wait_to_read(a), CountedError);
+  }
+  // Every failure was reported, so none is kept (a few may still be on
+  // their way out of a worker).
+  engine.wait_all();
+  EXPECT_LE(CountedError::live.load() - live_before, 2);
+}
+
+TEST_P(Reliability, AFailureIsReportedOnceByWaitAllAfterAWait) {
+  Engine engine(options());
+  const Var a = engine.new_var("a"), b = engine.new_var("b");
+  engine.push([](RunContext&) { throw std::runtime_error("W"); }, {}, {a});
+  engine.push([](RunContext&) {}, {a}, {});   // skipped, writes nothing
+  engine.push([](RunContext&) {}, {a}, {b});  // skipped, marks b
+  EXPECT_EQ(message_of([&] { engine.wait_to_read(a); }), "W");
+  EXPECT_NO_THROW(engine.wait_all());
+  // b still carries it for a wait on b.
+  EXPECT_EQ(message_of([&] { engine.wait_to_read(b); }), "W");
+  EXPECT_NO_THROW(engine.wait_all());
+}
+
+TEST_P(Reliability, UnreportedFailureOfADeletedVariableIsReportedOnce) {
+  Engine engine(options());
+  const Var a = engine.new_var("a"), b = engine.new_var("b");
+  engine.push([](RunContext&) { throw std::runtime_error("W"); }, {}, {a, b});
+  engine.delete_var(a);
+  EXPECT_EQ(message_of([&] { engine.wait_all(); }), "W");
+  EXPECT_NO_THROW(engine.wait_all());
+  EXPECT_EQ(message_of([&] { engine.wait_to_read(b); }), "W");
+}
+
+TEST_P(Reliability, AnAsyncOpThatThrowsAfterCompletingIsReported) {
+  Engine engine(options());
+  const Var a = engine.new_var("a");
+  engine.push_async(
+      [](RunContext&, Completion done) {
+        done();
+        throw std::runtime_error("after completion");
+      },
+      {}, {a});
+  // The op completes once its function returned, failed by what it threw.
+  EXPECT_EQ(message_of([&] { engine.wait_to_read(a); }), "after completion");
+  EXPECT_NO_THROW(engine.wait_all());
+}
+
+// ---------------------------------------------------------------- nested pushes
+
+TEST_P(Reliability, AChainPushedFromInsideRunsWithoutNesting) {
+  Engine engine(options());
+  const Var v = engine.new_var("v");
+  constexpr int kLength = 200000;  // far deeper than a thread's stack holds frames
+  std::vector<int> order;
+  order.reserve(kLength);
+  std::function<void(RunContext&)> step = [&](RunContext&) {
+    order.push_back(static_cast<int>(order.size()));
+    if (static_cast<int>(order.size()) < kLength) engine.push(step, {}, {v});
+  };
+  engine.push(step, {}, {v});
+  engine.wait_all();
+  ASSERT_EQ(order.size(), static_cast<std::size_t>(kLength));
+  EXPECT_EQ(order.back(), kLength - 1);
+}
+
+TEST(ReliabilityNaive, PushesFromInsideRunAfterTheOpInPushOrder) {
+  Engine engine({.kind = EngineKind::Naive, .read_environment = false});
+  const Var v = engine.new_var("v");
+  std::vector<int> order;
+  engine.push(
+      [&](RunContext&) {
+        engine.push([&](RunContext&) { order.push_back(2); }, {}, {v});
+        engine.push([&](RunContext&) { order.push_back(3); }, {}, {v});
+        order.push_back(1);
+      },
+      {}, {});
+  // A deletion pushed from inside waits for the op that pushed it.
+  bool released = false, used_after_release = false;
+  const Var w = engine.new_var("w");
+  engine.push(
+      [&](RunContext&) {
+        engine.delete_var(w, [&] { released = true; });
+        used_after_release = released;
+      },
+      {}, {w});
+  EXPECT_EQ(order, (std::vector<int>{1, 2, 3}));
+  EXPECT_TRUE(released);
+  EXPECT_FALSE(used_after_release);
+}
+
+// ---------------------------------------------------------------- devices
+
+TEST_P(Reliability, PushesToDevicesOutsideTheEnumOrIndexAreRejected) {
+  Engine engine(options());
+  const Var v = engine.new_var("v");
+  const Device wild{static_cast<DeviceKind>(77), 0};
+  EXPECT_NE(message_of([&] { engine.push([](RunContext&) {}, {}, {v}, {.device = wild}); }).find("unknown kind 77"),
+            std::string::npos);
+  EXPECT_FALSE(engine.has_device(wild));
+  struct Inline final : Executor {
+    void submit(ReadyOp op) override {
+      RunContext ctx{.device = op.device()};
+      op.run_and_complete(ctx);
+    }
+  };
+  EXPECT_THROW(engine.add_device(wild, std::make_unique<Inline>()), std::invalid_argument);
+  EXPECT_NE(message_of([&] {
+              engine.push([](RunContext&) {}, {}, {v}, {.device = Device{DeviceKind::cpu, 5}});
+            }).find("cpu:5"),
+            std::string::npos);
+  engine.wait_all();
+}
+
+// ---------------------------------------------------------------- destruction
+
+TEST_P(Reliability, DestroyingAnEngineFromInsideItsOperationEndsTheProgramWithTheCause) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const EngineOptions opts = options();
+  EXPECT_DEATH(
+      {
+        auto* engine = new Engine(opts);
+        engine->push([engine](RunContext&) { delete engine; }, {}, {});
+        engine->wait_all();
+      },
+      "destroyed from inside an operation");
+}
+
+}  // namespace
+}  // namespace depengine
