@@ -118,13 +118,13 @@ depengine_status status_of_current_exception(const char* call,
   } catch (const std::length_error& e) {
     // The engine's (too many live variables) names its limit; a container's
     // ("vector::reserve", boost's "get_next_capacity, ...") needs saying what it is.
-    const std::string_view what = e.what();
+    const std::string what = e.what();
     return fail(DEPENGINE_ERROR_OUT_OF_MEMORY,
-                with_call(call, what.starts_with("depengine: ") ? what : "out of memory (" + std::string(what) + ")"));
+                with_call(call, what.starts_with("depengine: ") ? what : "out of memory (" + what + ")"));
   } catch (const std::invalid_argument& e) {
-    return fail(invalid_argument, e.what());
+    return fail(invalid_argument, with_call(call, e.what()));
   } catch (const std::logic_error& e) {  // a blocking call inside an operation
-    return fail(DEPENGINE_ERROR_BAD_STATE, e.what());
+    return fail(DEPENGINE_ERROR_BAD_STATE, with_call(call, e.what()));
   } catch (const std::exception& e) {
     return fail(DEPENGINE_ERROR_INTERNAL, with_call(call, e.what()));
   } catch (...) {
@@ -642,7 +642,7 @@ depengine_status depengine_profiler_dump(depengine_engine* engine, const char* p
     try {
       engine->profiler->write_trace(path);
     } catch (const std::runtime_error& e) {  // the file cannot be written
-      return fail(DEPENGINE_ERROR_IO, e.what());
+      return fail(DEPENGINE_ERROR_IO, with_call(call, e.what()));
     }
     return DEPENGINE_OK;
   } catch (...) {

@@ -403,6 +403,29 @@ TEST_P(EmbeddingCApi, DuplicateVariableMessagesNameTheVariable) {
   EXPECT_EQ(ran.load(), 0);
 }
 
+// What the engine rejects is reported with the name of the C call that
+// passed it on, like what the C layer rejects itself.
+TEST_P(EmbeddingCApi, EngineRejectionsNameTheCall) {
+  std::atomic<int> ran{0};
+  const depengine_var a = new_var("a");
+  ASSERT_EQ(depengine_delete_var(engine_, a, nullptr, nullptr), DEPENGINE_OK);
+  EXPECT_EQ(depengine_push(engine_, count, &ran, &a, 1, nullptr, 0, nullptr), DEPENGINE_ERROR_UNKNOWN_VAR);
+  EXPECT_EQ(last_error().rfind("depengine_push: ", 0), 0u) << last_error();
+  EXPECT_EQ(depengine_wait_to_write(engine_, a), DEPENGINE_ERROR_UNKNOWN_VAR);
+  EXPECT_EQ(last_error().rfind("depengine_wait_to_write: ", 0), 0u) << last_error();
+  depengine_push_options options;
+  depengine_push_options_init(&options);
+  options.device_kind = DEPENGINE_DEVICE_EMULATED;
+  const depengine_var b = new_var("b");
+  EXPECT_EQ(depengine_push_async(engine_, [](void*, depengine_op_context*, depengine_completion) {}, &ran, nullptr, 0,
+                                 &b, 1, &options),
+            DEPENGINE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(last_error().rfind("depengine_push_async: ", 0), 0u) << last_error();
+  EXPECT_NE(last_error().find("emulated:0"), std::string::npos) << last_error();
+  ASSERT_EQ(depengine_wait_all(engine_), DEPENGINE_OK);
+  EXPECT_EQ(ran.load(), 0);
+}
+
 // A length_error from a container (a count no memory can hold: the array is
 // never read, the reservation fails first) is reported as out of memory with
 // the call's name, not as the bare container message.
@@ -529,6 +552,7 @@ TEST_P(EmbeddingCApi, BlockingCallsInsideAnOperationAreRejected) {
   ASSERT_EQ(depengine_wait_to_read(engine_, out), DEPENGINE_OK) << "the operation itself did not fail";
   EXPECT_EQ(state.wait_all, DEPENGINE_ERROR_BAD_STATE);
   EXPECT_NE(state.message.find("inside an operation"), std::string::npos) << state.message;
+  EXPECT_EQ(state.message.rfind("depengine_wait_all: ", 0), 0u) << state.message;
   EXPECT_EQ(state.wait_read, DEPENGINE_ERROR_BAD_STATE);
   EXPECT_EQ(state.wait_write, DEPENGINE_ERROR_BAD_STATE);
   EXPECT_EQ(state.destroy, DEPENGINE_ERROR_BAD_STATE);
