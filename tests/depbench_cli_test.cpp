@@ -139,6 +139,15 @@ TEST(DepbenchCli, UnwritableOutputFailsBeforeRunningAnything) {
   }
 }
 
+TEST(DepbenchCli, TwoOutputsInOneFileAreRefused) {
+  const std::string path = (scratch() / "same.json").string();
+  const Command r = depbench("--scenario frontend_backend --size 0.02 --repeat 1 --json " + path + " --report " +
+                             (scratch() / "." / "same.json").string());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--json and --report name the same file"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("scenario "), std::string::npos) << "ran anyway:\n" << r.out;
+}
+
 // --size is bounded by what the machine can hold: non-finite values by the
 // command line, finite ones by each scenario's footprint (its counts against
 // the int they go into, its memory against the physical memory), before

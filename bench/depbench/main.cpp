@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <new>
@@ -89,6 +90,21 @@ int run(const depbench::Options& options, std::string& running) {
     return kBadCommandLine;
   }
 
+  // Two outputs in one file would overwrite each other.
+  const std::pair<const char*, const std::string*> outputs[] = {
+      {"--json", &options.json_path}, {"--report", &options.report_path}, {"--trace", &options.trace_path}};
+  for (std::size_t i = 0; i < std::size(outputs); ++i) {
+    for (std::size_t j = i + 1; j < std::size(outputs); ++j) {
+      const std::string &a = *outputs[i].second, &b = *outputs[j].second;
+      std::error_code error;
+      if (!a.empty() && !b.empty() &&
+          std::filesystem::weakly_canonical(a, error) == std::filesystem::weakly_canonical(b, error)) {
+        std::cerr << "depbench: " << outputs[i].first << " and " << outputs[j].first << " name the same file '" << a
+                  << "'\n";
+        return kBadCommandLine;
+      }
+    }
+  }
   OutputFile json, report, trace;
   if (!json.open(options.json_path) || !report.open(options.report_path) || !trace.open(options.trace_path)) {
     return kBadCommandLine;
