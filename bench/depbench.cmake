@@ -12,6 +12,7 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
 
 add_library(depbench_core STATIC
+  depbench/capacity.cpp
   depbench/cli.cpp
   depbench/harness.cpp
   depbench/html_report.cpp

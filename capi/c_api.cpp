@@ -16,6 +16,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -24,6 +25,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 
@@ -92,6 +94,14 @@ depengine_status fail(depengine_status status, const char* call, const char* wha
   }
 }
 
+/// `what` as the message of `call`: the engine's own prefix ("depengine: ")
+/// gives way to the call's name, so that every message says which call failed.
+std::string with_call(const char* call, std::string_view what) {
+  constexpr std::string_view engine_prefix = "depengine: ";
+  if (what.starts_with(engine_prefix)) what.remove_prefix(engine_prefix.size());
+  return std::string(call) + ": " + std::string(what);
+}
+
 /// The status for the exception being handled. `invalid_argument` is what a
 /// std::invalid_argument from the engine means for the call at hand.
 depengine_status status_of_current_exception(const char* call,
@@ -102,14 +112,18 @@ depengine_status status_of_current_exception(const char* call,
     return fail(DEPENGINE_ERROR_OPERATION_FAILED, e.what());
   } catch (const std::bad_alloc&) {
     return fail(DEPENGINE_ERROR_OUT_OF_MEMORY, call, "out of memory");
-  } catch (const std::length_error& e) {  // too many live variables
-    return fail(DEPENGINE_ERROR_OUT_OF_MEMORY, e.what());
+  } catch (const std::length_error& e) {
+    // The engine's (too many live variables) names its limit; a container's
+    // ("vector::reserve", boost's "get_next_capacity, ...") needs saying what it is.
+    const std::string what = e.what();
+    return fail(DEPENGINE_ERROR_OUT_OF_MEMORY,
+                with_call(call, what.starts_with("depengine: ") ? what : "out of memory (" + what + ")"));
   } catch (const std::invalid_argument& e) {
-    return fail(invalid_argument, e.what());
+    return fail(invalid_argument, with_call(call, e.what()));
   } catch (const std::logic_error& e) {  // a blocking call inside an operation
-    return fail(DEPENGINE_ERROR_BAD_STATE, e.what());
+    return fail(DEPENGINE_ERROR_BAD_STATE, with_call(call, e.what()));
   } catch (const std::exception& e) {
-    return fail(DEPENGINE_ERROR_INTERNAL, e.what());
+    return fail(DEPENGINE_ERROR_INTERNAL, with_call(call, e.what()));
   } catch (...) {
     return fail(DEPENGINE_ERROR_INTERNAL, call, "unknown exception");
   }
@@ -193,6 +207,25 @@ CompletionTable& completions() {
 
 using VarBuffer = boost::container::small_vector<Var, 8>;
 
+std::string operation_label(std::string_view name) {
+  return name.empty() ? std::string("an operation") : "operation '" + std::string(name) + "'";
+}
+
+/// How a message names the variable behind `handle`: its name, or the handle
+/// itself (what the C caller holds) when it has none or is not one.
+std::string variable_label(const depengine_engine& engine, depengine_var handle) {
+  std::string name;
+  if (const std::optional<Var> var = decode(engine, handle)) {
+    try {
+      name = engine.engine.var_name(*var);
+    } catch (const std::invalid_argument&) {  // not a variable the engine knows: the handle says it all
+    }
+  }
+  char hex[24];
+  std::snprintf(hex, sizeof hex, "0x%016llx", static_cast<unsigned long long>(handle));
+  return name.empty() ? std::string(hex) + " (unnamed)" : "'" + name + "'";
+}
+
 /// Checks what a push can check before reaching the engine, and fills
 /// `reads_out` / `writes_out` and `options_out`.
 depengine_status prepare_push(const char* call, depengine_engine* engine, bool fn_is_null,
@@ -244,8 +277,9 @@ depengine_status prepare_push(const char* call, depengine_engine* engine, bool f
   if (auto dup = std::adjacent_find(all.begin(), all.end()); dup != all.end()) {
     const bool in_reads = std::count(reads, reads + num_reads, *dup) > 0;
     const bool in_writes = std::count(writes, writes + num_writes, *dup) > 0;
-    return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call,
-                in_reads && in_writes ? "a variable is listed in both reads and writes" : "a variable is listed twice");
+    return fail(DEPENGINE_ERROR_INVALID_ARGUMENT,
+                std::string(call) + ": " + operation_label(options_out.name) + " lists variable " +
+                    variable_label(*engine, *dup) + (in_reads && in_writes ? " in both its reads and its writes" : " twice"));
   }
   return DEPENGINE_OK;
 }
@@ -612,7 +646,7 @@ depengine_status depengine_profiler_dump(depengine_engine* engine, const char* p
     try {
       engine->profiler->write_trace(path);
     } catch (const std::runtime_error& e) {  // the file cannot be written
-      return fail(DEPENGINE_ERROR_IO, e.what());
+      return fail(DEPENGINE_ERROR_IO, with_call(call, e.what()));
     }
     return DEPENGINE_OK;
   } catch (...) {

@@ -124,10 +124,100 @@ TEST(DepbenchCli, TraceWithoutTheProfilerFailsWithAReason) {
   EXPECT_FALSE(fs::exists(scratch() / "no-trace.json"));
 }
 
-TEST(DepbenchCli, UnwritableOutputFails) {
-  const Command r = depbench("--scenario auto_parallel --size 0.02 --repeat 1 --json /nonexistent-dir/x.json");
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.err.find("cannot write"), std::string::npos);
+// Each unwritable output is found before any scenario runs: no table, no
+// progress, exit code 2, and the path and the reason in the message.
+TEST(DepbenchCli, UnwritableOutputFailsBeforeRunningAnything) {
+  for (const char* flag : {"--json", "--report", "--trace"}) {
+    if (std::string(flag) == "--trace" && !kProfiler) continue;  // refused for another reason, tested above
+    const std::string path = "/nonexistent-dir/x.json";
+    const Command r = depbench("--scenario frontend_backend --size 0.02 --repeat 1 " + std::string(flag) + " " + path);
+    EXPECT_EQ(r.exit_code, 2) << flag << ": " << r.err;
+    EXPECT_NE(r.err.find("cannot write '" + path + "'"), std::string::npos) << flag << ": " << r.err;
+    EXPECT_NE(r.err.find("No such file or directory"), std::string::npos) << flag << ": " << r.err;
+    EXPECT_EQ(r.out.find("frontend_backend"), std::string::npos) << flag << ": a scenario ran first:\n" << r.out;
+    EXPECT_EQ(r.out.find("scenario "), std::string::npos) << flag << ": the table was printed:\n" << r.out;
+  }
+}
+
+TEST(DepbenchCli, TwoOutputsInOneFileAreRefused) {
+  const std::string path = (scratch() / "same.json").string();
+  const Command r = depbench("--scenario frontend_backend --size 0.02 --repeat 1 --json " + path + " --report " +
+                             (scratch() / "." / "same.json").string());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--json and --report name the same file"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("scenario "), std::string::npos) << "ran anyway:\n" << r.out;
+}
+
+// --size is bounded by what the machine can hold: non-finite values by the
+// command line, finite ones by each scenario's footprint (its counts against
+// the int they go into, its memory against the physical memory), before
+// anything runs, with the bound in the message.
+TEST(DepbenchCli, NonFiniteSizesAreRefused) {
+  for (const char* size : {"inf", "-inf", "nan", "infinity", "1e400"}) {
+    const Command r = depbench(std::string("--scenario frontend_backend --repeat 1 --size ") + size);
+    EXPECT_NE(r.exit_code, 0) << size;
+    EXPECT_NE(r.err.find("--size: must be a finite positive number, not '" + std::string(size) + "'"),
+              std::string::npos)
+        << size << ": " << r.err;
+    EXPECT_EQ(r.out.find("frontend_backend"), std::string::npos) << size << " ran anyway:\n" << r.out;
+  }
+}
+
+TEST(DepbenchCli, SizesBeyondTheMachineAreRefusedWithTheBound) {
+  struct Case {
+    std::string size, scenario, reason;
+    std::string shown;  // how the message writes the size
+  };
+  const Case cases[] = {
+      // 2e10 ops: more than the int that counts them; it used to wrap to 10 ops.
+      {"1e6", "frontend_backend", "frontend_backend: its ops per run would be 2e+10, more than an int holds (2147483647)", "1e+06"},
+      {"1e308", "frontend_backend", "frontend_backend: its ops per run would be", "1e+308"},
+      {"1e308", "auto_parallel", "auto_parallel: its matrix side would be", "1e+308"},
+      {"1e308", "roofline", "roofline: its vector length would be", "1e+308"},
+      {"1e308", "data_loading", "data_loading: its batch rows would be", "1e+308"},
+      {"1e308", "training_step", "training_step: its epochs would be", "1e+308"},
+      {"1e308", "overlap_copy_compute", "overlap_copy_compute: its matrix side would be", "1e+308"},
+      // Fits an int (side 1024 * 10^4 / 16 * 16) but not the memory: 18 results of side^2 floats.
+      {"1e12", "overlap_copy_compute", "of physical memory", "1e+12"},
+      {"1e6", "all", "frontend_backend: its ops per run would be", "1e+06"},
+  };
+  for (const Case& c : cases) {
+    const Command r = depbench("--repeat 1 --size " + c.size + " --scenario " + c.scenario);
+    EXPECT_EQ(r.exit_code, 2) << c.size << " " << c.scenario << ": " << r.err;
+    EXPECT_NE(r.err.find("depbench: --size " + c.shown + " is too large for this machine:\n"), std::string::npos)
+        << c.size << " " << c.scenario << ": " << r.err;
+    EXPECT_NE(r.err.find(c.reason), std::string::npos) << c.size << " " << c.scenario << ": " << r.err;
+    EXPECT_NE(r.err.find("the largest --size at which these scenarios fit here is "), std::string::npos) << r.err;
+    EXPECT_EQ(r.out.find("scenario "), std::string::npos) << c.size << " " << c.scenario << " ran anyway:\n" << r.out;
+  }
+}
+
+// A size that fits the machine's memory but not the process's (here: an
+// address-space limit of 1.5 GB against data_loading's ~3 GB of batches)
+// ends with a message and exit code 3, not an uncaught std::bad_alloc.
+TEST(DepbenchCli, OutOfMemoryIsReportedWithTheScenario) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "a sanitizer reserves more address space than the limit this test sets";
+#else
+  const Command r = run("ulimit -v 1500000; " + std::string(DEPBENCH_PATH) +
+                        " --scenario data_loading --repeat 1 --size 2000");
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("depbench: out of memory (std::bad_alloc) in data_loading; try a smaller --size"),
+            std::string::npos)
+      << r.err;
+#endif
+}
+
+// The bound it names is one that runs: a size just below it is accepted
+// (and frontend_backend's bound is its int: 2147483647 / 20000 ops).
+TEST(DepbenchCli, TheNamedBoundIsTheLargestThatFits) {
+  const Command refused = depbench("--scenario frontend_backend --repeat 1 --size 1e6");
+  const std::string marker = "the largest --size at which these scenarios fit here is ";
+  const std::size_t at = refused.err.find(marker);
+  ASSERT_NE(at, std::string::npos) << refused.err;
+  const double largest = std::stod(refused.err.substr(at + marker.size()));
+  EXPECT_LE(largest, 2147483647.0 / 20000);
+  EXPECT_GT(largest, 0.99 * 2147483647.0 / 20000);
 }
 
 // One full run at a tiny size; the tests below read what it wrote.

@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
+#include <map>
+#include <stdexcept>
 
 #include <depengine/cuda_memory.h>
 #include <depengine/engine.h>
@@ -58,6 +61,49 @@ TEST_P(Scenarios, BothModesGiveTheSameResultsAndConsistentNumbers) {
     EXPECT_GT(r.ideal_speedup, 0);
     ASSERT_TRUE(r.trace.has_value());
     EXPECT_FALSE(r.trace->ops.empty());
+    // The footprint depbench checks before running bounds what a run did.
+    EXPECT_GE(scenario->footprint(tiny()).ops, static_cast<double>(r.trace->ops.size()));
+    return;
+  }
+  FAIL() << "no scenario named " << GetParam();
+}
+
+// The counts a footprint checks are the ones the run uses (where the run
+// reports them as metrics).
+TEST_P(Scenarios, FootprintCountsAreTheRunsOwn) {
+  const std::map<std::string, std::string> metric_of = {
+      {"ops per run", "ops"}, {"matrix side", "matrix_side"}, {"batch rows", "batch_rows"}, {"epochs", "epochs"}};
+  for (const auto& scenario : all_scenarios()) {
+    if (scenario->name() != GetParam()) continue;
+    const Footprint footprint = scenario->footprint(tiny());
+    EXPECT_FALSE(footprint.int_counts.empty());
+    EXPECT_GT(footprint.ops, 0);
+    EXPECT_GT(footprint.host_bytes, 0);
+    const Outcome outcome = scenario->run(Mode::async, tiny(), nullptr);
+    for (const auto& [what, count] : footprint.int_counts) {
+      auto metric = metric_of.find(what);
+      if (metric == metric_of.end() || !outcome.metrics.contains(metric->second)) continue;
+      EXPECT_EQ(outcome.metrics.at(metric->second), count) << what;
+    }
+    return;
+  }
+  FAIL() << "no scenario named " << GetParam();
+}
+
+// A scenario run directly at a size whose counts do not fit an int (no
+// footprint check in between) throws rather than wrapping them into small
+// ones.
+TEST_P(Scenarios, CountsBeyondAnIntThrowInsteadOfWrapping) {
+  Config huge = tiny();
+  huge.size = 1e30;  // even a cube root (a matrix side) is beyond an int
+  for (const auto& scenario : all_scenarios()) {
+    if (scenario->name() != GetParam()) continue;
+    bool some_count_overflows = false;
+    for (const auto& [what, count] : scenario->footprint(huge).int_counts) {
+      some_count_overflows = some_count_overflows || count > std::numeric_limits<int>::max();
+    }
+    ASSERT_TRUE(some_count_overflows);
+    EXPECT_THROW(scenario->run(Mode::sync, huge, nullptr), std::out_of_range);
     return;
   }
   FAIL() << "no scenario named " << GetParam();

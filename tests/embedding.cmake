@@ -3,6 +3,8 @@
 depengine_add_test(embedding_c_api_tests embedding_c_api_test.cpp)
 depengine_add_test(embedding_external_ops_tests embedding_external_ops_test.cpp)
 depengine_add_test(embedding_custom_device_tests embedding_custom_device_test.cpp)
+# A seeded random driver of the C API against a model (DEPENGINE_FUZZ_SECONDS, default 3).
+depengine_add_test(fuzz_c_api_tests fuzz_c_api_test.cpp)
 
 # The package: install, then consume it with find_package and pkg-config; and
 # consume the source tree with add_subdirectory. Not under a sanitizer: the

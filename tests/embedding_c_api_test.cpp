@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -22,6 +23,13 @@
 namespace {
 
 std::string last_error() { return depengine_last_error(); }
+
+/// How messages name a variable without a name: by its handle.
+std::string unnamed_label(depengine_var handle) {
+  char hex[24];
+  std::snprintf(hex, sizeof hex, "0x%016llx", static_cast<unsigned long long>(handle));
+  return std::string(hex) + " (unnamed)";
+}
 
 /// An engine for one test, destroyed at its end.
 class EmbeddingCApi : public ::testing::TestWithParam<depengine_engine_kind> {
@@ -356,9 +364,10 @@ TEST_P(EmbeddingCApi, BadPushArgumentsAreRejectedAndNothingIsPushed) {
   EXPECT_EQ(depengine_push(engine_, count, &ran, nullptr, 1, &a, 1, nullptr), DEPENGINE_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(depengine_push(engine_, count, &ran, &a, 1, nullptr, 2, nullptr), DEPENGINE_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(depengine_push(engine_, count, &ran, nullptr, 0, twice, 2, nullptr), DEPENGINE_ERROR_INVALID_ARGUMENT);
-  EXPECT_EQ(last_error(), "depengine_push: a variable is listed twice");
+  EXPECT_EQ(last_error(), "depengine_push: an operation lists variable " + unnamed_label(a) + " twice");
   EXPECT_EQ(depengine_push(engine_, count, &ran, both, 2, &b, 1, nullptr), DEPENGINE_ERROR_INVALID_ARGUMENT);
-  EXPECT_EQ(last_error(), "depengine_push: a variable is listed in both reads and writes");
+  EXPECT_EQ(last_error(), "depengine_push: an operation lists variable " + unnamed_label(b) +
+                              " in both its reads and its writes");
 
   depengine_push_options options = {};  // not initialized
   EXPECT_EQ(depengine_push(engine_, count, &ran, nullptr, 0, &a, 1, &options), DEPENGINE_ERROR_INVALID_ARGUMENT);
@@ -371,6 +380,65 @@ TEST_P(EmbeddingCApi, BadPushArgumentsAreRejectedAndNothingIsPushed) {
   EXPECT_EQ(depengine_push(engine_, count, &ran, nullptr, 0, &a, 1, &options), DEPENGINE_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(last_error().find("custom:5"), std::string::npos) << last_error();
 
+  ASSERT_EQ(depengine_wait_all(engine_), DEPENGINE_OK);
+  EXPECT_EQ(ran.load(), 0);
+}
+
+// A duplicate is named as the caller knows it: by its name, else by its handle.
+TEST_P(EmbeddingCApi, DuplicateVariableMessagesNameTheVariable) {
+  std::atomic<int> ran{0};
+  const depengine_var weights = new_var("weights"), unnamed = new_var();
+  const depengine_var twice[] = {weights, unnamed, weights};
+  EXPECT_EQ(depengine_push(engine_, count, &ran, twice, 3, nullptr, 0, nullptr), DEPENGINE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(last_error(), "depengine_push: an operation lists variable 'weights' twice");
+  depengine_push_options options;
+  depengine_push_options_init(&options);
+  options.name = "update";
+  EXPECT_EQ(depengine_push_async(engine_, [](void*, depengine_op_context*, depengine_completion) {}, &ran, &unnamed, 1,
+                                 &unnamed, 1, &options),
+            DEPENGINE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(last_error(), "depengine_push_async: operation 'update' lists variable " + unnamed_label(unnamed) +
+                              " in both its reads and its writes");
+  ASSERT_EQ(depengine_wait_all(engine_), DEPENGINE_OK);
+  EXPECT_EQ(ran.load(), 0);
+}
+
+// What the engine rejects is reported with the name of the C call that
+// passed it on, like what the C layer rejects itself.
+TEST_P(EmbeddingCApi, EngineRejectionsNameTheCall) {
+  std::atomic<int> ran{0};
+  const depengine_var a = new_var("a");
+  ASSERT_EQ(depengine_delete_var(engine_, a, nullptr, nullptr), DEPENGINE_OK);
+  EXPECT_EQ(depengine_push(engine_, count, &ran, &a, 1, nullptr, 0, nullptr), DEPENGINE_ERROR_UNKNOWN_VAR);
+  EXPECT_EQ(last_error().rfind("depengine_push: ", 0), 0u) << last_error();
+  EXPECT_EQ(depengine_wait_to_write(engine_, a), DEPENGINE_ERROR_UNKNOWN_VAR);
+  EXPECT_EQ(last_error().rfind("depengine_wait_to_write: ", 0), 0u) << last_error();
+  depengine_push_options options;
+  depengine_push_options_init(&options);
+  options.device_kind = DEPENGINE_DEVICE_EMULATED;
+  const depengine_var b = new_var("b");
+  EXPECT_EQ(depengine_push_async(engine_, [](void*, depengine_op_context*, depengine_completion) {}, &ran, nullptr, 0,
+                                 &b, 1, &options),
+            DEPENGINE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(last_error().rfind("depengine_push_async: ", 0), 0u) << last_error();
+  EXPECT_NE(last_error().find("emulated:0"), std::string::npos) << last_error();
+  ASSERT_EQ(depengine_wait_all(engine_), DEPENGINE_OK);
+  EXPECT_EQ(ran.load(), 0);
+}
+
+// A length_error from a container (a count no memory can hold: the array is
+// never read, the reservation fails first) is reported as out of memory with
+// the call's name, not as the bare container message.
+TEST_P(EmbeddingCApi, ImpossibleAllocationsNameTheCall) {
+  std::atomic<int> ran{0};
+  const depengine_var a = new_var("a");
+  const std::size_t absurd = SIZE_MAX / 16;
+  EXPECT_EQ(depengine_push(engine_, count, &ran, &a, absurd, nullptr, 0, nullptr), DEPENGINE_ERROR_OUT_OF_MEMORY);
+  EXPECT_EQ(last_error().rfind("depengine_push: out of memory (", 0), 0u) << last_error();
+  EXPECT_EQ(depengine_push_async(engine_, [](void*, depengine_op_context*, depengine_completion) {}, &ran, nullptr, 0,
+                                 &a, absurd, nullptr),
+            DEPENGINE_ERROR_OUT_OF_MEMORY);
+  EXPECT_EQ(last_error().rfind("depengine_push_async: out of memory (", 0), 0u) << last_error();
   ASSERT_EQ(depengine_wait_all(engine_), DEPENGINE_OK);
   EXPECT_EQ(ran.load(), 0);
 }
@@ -484,6 +552,7 @@ TEST_P(EmbeddingCApi, BlockingCallsInsideAnOperationAreRejected) {
   ASSERT_EQ(depengine_wait_to_read(engine_, out), DEPENGINE_OK) << "the operation itself did not fail";
   EXPECT_EQ(state.wait_all, DEPENGINE_ERROR_BAD_STATE);
   EXPECT_NE(state.message.find("inside an operation"), std::string::npos) << state.message;
+  EXPECT_EQ(state.message.rfind("depengine_wait_all: ", 0), 0u) << state.message;
   EXPECT_EQ(state.wait_read, DEPENGINE_ERROR_BAD_STATE);
   EXPECT_EQ(state.wait_write, DEPENGINE_ERROR_BAD_STATE);
   EXPECT_EQ(state.destroy, DEPENGINE_ERROR_BAD_STATE);

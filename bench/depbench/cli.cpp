@@ -1,5 +1,6 @@
 #include "bench/depbench/cli.h"
 
+#include <cmath>
 #include <ostream>
 #include <sstream>
 
@@ -38,16 +39,19 @@ std::variant<Options, int> parse_command_line(int argc, char** argv, std::ostrea
   std::string scenarios = "all";
   app.add_option("--scenario", scenarios, "Comma-separated scenarios to run, or 'all': " + name_list)
       ->capture_default_str();
-  app.add_option("--size", o.config.size, "Scale of every workload (1 = the defaults; 0.1 for a quick look)")
+  app.add_option("--size", o.config.size,
+                 "Scale of every workload (1 = the defaults; 0.1 for a quick look); at most what this machine "
+                 "can hold, which depbench checks before it runs anything")
       ->check(
           [](const std::string& value) -> std::string {
             // CLI11's own PositiveNumber message quotes the largest double.
             try {
               std::size_t end = 0;
-              if (std::stod(value, &end) > 0 && end == value.size()) return "";
+              const double size = std::stod(value, &end);
+              if (size > 0 && std::isfinite(size) && end == value.size()) return "";
             } catch (const std::exception&) {
             }
-            return "must be a positive number, not '" + value + "'";
+            return "must be a finite positive number, not '" + value + "'";
           },
           "POSITIVE")
       ->capture_default_str();

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -39,6 +40,17 @@ struct Outcome {
   nlohmann::json details;                 // scenario-specific structure (roofline's per-op table)
 };
 
+/// What one run of a scenario needs at `Config::size`, computed without
+/// running anything, so that depbench can refuse a size this machine cannot
+/// hold before any work (bench/depbench/capacity.h).
+struct Footprint {
+  /// Each count the run keeps in an `int` (ops, matrix sides, rows,
+  /// epochs), by what it counts, as the exact value before any conversion.
+  std::vector<std::pair<std::string, double>> int_counts;
+  double ops = 0;         // operations one run pushes (a profiled run records each)
+  double host_bytes = 0;  // host memory the run holds at its peak
+};
+
 class Scenario {
  public:
   virtual ~Scenario() = default;
@@ -50,6 +62,8 @@ class Scenario {
   /// Whether `config.device` places any of its work; false for a scenario
   /// that runs on the CPU whatever --device says.
   virtual bool runs_on_device(const Config& config) const = 0;
+  /// What one run needs at `config.size`; cheap, runs nothing.
+  virtual Footprint footprint(const Config& config) const = 0;
   /// Runs once. `trace`, when not null, asks for the engine to be profiled.
   virtual Outcome run(Mode mode, const Config& config, Trace* trace) const = 0;
 };

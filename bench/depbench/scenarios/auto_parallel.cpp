@@ -18,6 +18,9 @@
 namespace depbench {
 namespace {
 
+constexpr int kBaseSide = 384;
+constexpr int kSteps = 12;
+
 class AutoParallel final : public Scenario {
  public:
   std::string name() const override { return "auto_parallel"; }
@@ -27,9 +30,15 @@ class AutoParallel final : public Scenario {
   std::string ideal_formula() const override { return "(chain A + chain B) / max(chain A, chain B)"; }
   bool runs_on_device(const Config& config) const override { return config.device != "cpu"; }
 
+  Footprint footprint(const Config& config) const override {
+    const double n = scaled_side_count(kBaseSide, config.size);
+    // Per chain x, y and w on the host (on a GPU: the tensors' host copies).
+    return {.int_counts = {{"matrix side", n}}, .ops = 2.0 * kSteps + 6, .host_bytes = float_bytes(6 * n * n)};
+  }
+
   Outcome run(Mode mode, const Config& config, Trace* trace) const override {
-    const int n = scaled_side(384, config.size);
-    const int steps = 12;
+    const int n = scaled_side(kBaseSide, config.size);
+    const int steps = kSteps;
     Outcome out = on_cuda(config) ? run_on_gpus(mode, config, trace, n, steps)
                                   : run_on_host(mode, config, trace, n, steps);
     out.metrics["matrix_side"] = n;

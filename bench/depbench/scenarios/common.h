@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -57,17 +59,40 @@ inline depengine::EngineKind engine_kind(Mode mode) {
 /// CPU workers of an async run's engine (one per core).
 inline int cpu_workers() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
 
-/// `base` scaled by `size`, at least `min`.
-inline int scaled(double base, double size, int min = 1) {
-  return std::max(min, static_cast<int>(std::lround(base * size)));
+/// `base` scaled by `size`, at least `min`, before any conversion to an
+/// integer: what a scenario's footprint compares with the int it goes into.
+inline double scaled_count(double base, double size, int min = 1) {
+  return std::max<double>(min, std::round(base * size));
 }
 
 /// A matrix side scaled so that the work (~ side^3) scales with `size`,
-/// rounded to a multiple of 16.
-inline int scaled_side(int base, double size, int min = 16) {
-  const int side = static_cast<int>(std::lround(base * std::cbrt(size) / 16.0)) * 16;
-  return std::max(min, side);
+/// rounded to a multiple of 16; before any conversion, as scaled_count.
+inline double scaled_side_count(int base, double size, int min = 16) {
+  return std::max<double>(min, std::round(base * std::cbrt(size) / 16.0) * 16);
 }
+
+/// `count` as an int. depbench checks every scenario's footprint before it
+/// runs, so this throws only for a caller that skipped the check: a count
+/// that does not fit must never wrap into a small one.
+inline int checked_int(double count, const char* what) {
+  if (!(count <= static_cast<double>(std::numeric_limits<int>::max()))) {
+    throw std::out_of_range(std::string("depbench: ") + what + " does not fit an int at this --size");
+  }
+  return static_cast<int>(count);
+}
+
+/// `base` scaled by `size`, at least `min`.
+inline int scaled(double base, double size, int min = 1) {
+  return checked_int(scaled_count(base, size, min), "a scaled count");
+}
+
+/// scaled_side_count as an int.
+inline int scaled_side(int base, double size, int min = 16) {
+  return checked_int(scaled_side_count(base, size, min), "a matrix side");
+}
+
+/// Bytes of `count` floats.
+inline double float_bytes(double count) { return count * sizeof(float); }
 
 class Stopwatch {
  public:

@@ -24,6 +24,9 @@ namespace {
 
 constexpr int kFeatures = 256;
 constexpr int kHidden = 256;
+constexpr double kBaseRows = 512;
+constexpr int kMinRows = 16;
+constexpr int kBatches = 12;
 
 // Decode and augment one batch: gamma-decode the raw values, standardise
 // each sample, mirror every other one.
@@ -52,9 +55,18 @@ class DataLoading final : public Scenario {
 
   bool runs_on_device(const Config& config) const override { return config.device != "cpu"; }
 
+  Footprint footprint(const Config& config) const override {
+    const double rows = scaled_count(kBaseRows, config.size, kMinRows);
+    // Host: two batch buffers and the hidden layer (on a GPU: also each
+    // batch's pinned staging and the uploaded copy's), and the weights.
+    const double batch_floats = rows * kFeatures;
+    const double floats = (on_cuda(config) ? 2.0 * kBatches + 3 : 3.0) * batch_floats + 2.0 * kFeatures * kHidden;
+    return {.int_counts = {{"batch rows", rows}}, .ops = 5.0 * kBatches + 4, .host_bytes = float_bytes(floats)};
+  }
+
   Outcome run(Mode mode, const Config& config, Trace* trace) const override {
-    const int rows = scaled(512, config.size, 16);
-    const int batches = 12;
+    const int rows = scaled(kBaseRows, config.size, kMinRows);
+    const int batches = kBatches;
     Outcome out = on_cuda(config) ? run_on_gpu(mode, config, trace, rows, batches)
                                   : run_on_host(mode, config, trace, rows, batches);
     out.metrics["batches"] = batches;

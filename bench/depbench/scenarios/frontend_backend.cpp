@@ -16,6 +16,8 @@ namespace depbench {
 namespace {
 
 constexpr std::size_t kValues = 256;
+constexpr double kBaseOps = 20000;
+constexpr int kMinOps = 10;
 
 void small_step(float* x) {
   for (std::size_t i = 0; i < kValues; ++i) x[i] = x[i] * 0.999f + 0.001f;
@@ -47,8 +49,15 @@ class FrontendBackend final : public Scenario {
   // It measures the engine's host-side costs: pushes and blocking calls.
   bool runs_on_device(const Config&) const override { return false; }
 
+  Footprint footprint(const Config& config) const override {
+    const double ops = scaled_count(kBaseOps, config.size, kMinOps);
+    // A sync run pushes the ops twice (timed, then push_only_seconds) and a
+    // gate; the engine holds at most max_ops_in_flight of them at once.
+    return {.int_counts = {{"ops per run", ops}}, .ops = 2 * ops + 1, .host_bytes = float_bytes(2 * kValues)};
+  }
+
   Outcome run(Mode mode, const Config& config, Trace* trace) const override {
-    const int ops = scaled(20000, config.size, 10);
+    const int ops = scaled(kBaseOps, config.size, kMinOps);
     Floats x = uniform(kValues, 3);
     Outcome out;
     double push_seconds = 0, wait_seconds = 0;  // sync runs only

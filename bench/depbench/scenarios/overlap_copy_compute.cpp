@@ -20,6 +20,10 @@
 namespace depbench {
 namespace {
 
+constexpr int kBaseSide = 1024;
+constexpr int kBatches = 16;
+constexpr int kHostInner = 48;  // small inner dimension: the copy of the result weighs about as much as the product
+
 class OverlapCopyCompute final : public Scenario {
  public:
   std::string name() const override { return "overlap_copy_compute"; }
@@ -31,9 +35,18 @@ class OverlapCopyCompute final : public Scenario {
   }
   bool runs_on_device(const Config& config) const override { return config.device != "cpu"; }
 
+  Footprint footprint(const Config& config) const override {
+    const double side = scaled_side_count(kBaseSide, config.size);
+    // Host: every batch's result, two device buffers and the inputs (on a
+    // GPU: the pinned results, their copies to compare, and one more).
+    const double floats = on_cuda(config) ? 2.0 * kBatches * side * side + side * side
+                                          : (kBatches + 2.0) * side * side + (kBatches + 1.0) * kHostInner * side;
+    return {.int_counts = {{"matrix side", side}}, .ops = 2.0 * kBatches + 8, .host_bytes = float_bytes(floats)};
+  }
+
   Outcome run(Mode mode, const Config& config, Trace* trace) const override {
-    const int side = scaled_side(1024, config.size);  // the result: side x side
-    const int batches = 16;
+    const int side = scaled_side(kBaseSide, config.size);  // the result: side x side
+    const int batches = kBatches;
     Outcome out = on_cuda(config) ? run_on_gpu(mode, config, trace, side, batches)
                                   : run_on_host(mode, config, trace, side, batches);
     out.metrics["batches"] = batches;
@@ -45,7 +58,7 @@ class OverlapCopyCompute final : public Scenario {
   // Plain operations on host memory: on the CPU workers, or on emulated:0's
   // streams (whose memory is host memory).
   static Outcome run_on_host(Mode mode, const Config& config, Trace* trace, int side, int batches) {
-    const int inner = 48;  // small inner dimension: the copy of the result weighs about as much as the product
+    const int inner = kHostInner;
     const std::size_t result_size = std::size_t(side) * side;
     std::vector<Floats> inputs;
     for (int b = 0; b < batches; ++b) inputs.push_back(uniform(std::size_t(side) * inner, 100 + b, -1, 1));

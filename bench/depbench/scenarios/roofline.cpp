@@ -30,6 +30,15 @@ struct Probe {
   Tensor output;                    // compared between the modes
 };
 
+constexpr int kSmallSide = 512, kLargeSide = 1024, kTinySide = 64;
+constexpr double kBaseLength = 4 << 20;
+constexpr int kMinLength = 4096;
+constexpr std::int64_t kClasses = 64;
+constexpr int kProbes = 12;          // three products and nine vector ops, below
+constexpr int kSetupOps = 2 * kProbes + 8;  // at most: the tensors they read and write, created and filled
+
+int probe_runs(const Config& config) { return std::max(3, config.repeat); }  // best of `runs` for each probe
+
 class Roofline final : public Scenario {
  public:
   std::string name() const override { return "roofline"; }
@@ -41,11 +50,24 @@ class Roofline final : public Scenario {
   // It measures the CPU (its ops' peaks) or the engine's host-side costs.
   bool runs_on_device(const Config&) const override { return false; }
 
+  Footprint footprint(const Config& config) const override {
+    const double small = scaled_side_count(kSmallSide, config.size), large = scaled_side_count(kLargeSide, config.size);
+    const double length = scaled_count(kBaseLength, config.size, kMinLength);
+    const double rows = std::max(64.0, std::floor(length / 64));
+    // Two inputs and seven outputs of `length`, one more for reading each
+    // back; logits and their gradient; labels twice; three products' a, b, c.
+    const double floats = 10 * length + 2 * rows * kClasses + 2 * rows +
+                          3 * (large * large + small * small + double(kTinySide) * kTinySide);
+    return {.int_counts = {{"vector length", length}, {"matrix side", large}},
+            .ops = double(kProbes) * probe_runs(config) + kSetupOps,
+            .host_bytes = float_bytes(floats)};
+  }
+
   Outcome run(Mode mode, const Config& config, Trace* trace) const override {
-    const std::int64_t small = scaled_side(512, config.size), large = scaled_side(1024, config.size);
-    const std::int64_t length = scaled(4 << 20, config.size, 4096);
-    const std::int64_t rows = std::max<std::int64_t>(64, length / 64), classes = 64;
-    const int runs = std::max(3, config.repeat);  // best of `runs` for each probe
+    const std::int64_t small = scaled_side(kSmallSide, config.size), large = scaled_side(kLargeSide, config.size);
+    const std::int64_t length = scaled(kBaseLength, config.size, kMinLength);
+    const std::int64_t rows = std::max<std::int64_t>(64, length / 64), classes = kClasses;
+    const int runs = probe_runs(config);
 
     OpTimes times;
     Outcome out;
@@ -67,7 +89,7 @@ class Roofline final : public Scenario {
         Tensor a_block = Tensor::uniform(e, {side, side}, 31), b_block = Tensor::uniform(e, {side, side}, 32);
         return Probe{"gemm " + std::to_string(side), [a_block, b_block, c] { return ops::gemm(a_block, b_block, c); }, c};
       };
-      std::vector<Probe> probes = {gemm_probe(large), gemm_probe(small), gemm_probe(64)};
+      std::vector<Probe> probes = {gemm_probe(large), gemm_probe(small), gemm_probe(kTinySide)};
       {
         Tensor o = vector_out();
         probes.push_back({"add", [&va, &vb, o] { return ops::add(va, vb, o); }, o});

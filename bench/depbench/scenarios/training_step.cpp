@@ -29,6 +29,11 @@ const ex::Dataset& training_data() {
   return data;
 }
 
+constexpr double kBaseEpochs = 4;
+constexpr std::int64_t kHidden = 256, kBatchRows = 32;
+// At most, for the two-layer perceptron: forward, loss, backward, updates.
+constexpr int kOpsPerStep = 24;
+
 class TrainingStep final : public Scenario {
  public:
   std::string name() const override { return "training_step"; }
@@ -43,9 +48,20 @@ class TrainingStep final : public Scenario {
   // thread's hop to every small op, so it stays on the CPU there.
   bool runs_on_device(const Config& config) const override { return on_cuda(config); }
 
+  Footprint footprint(const Config& config) const override {
+    const double epochs = scaled_count(kBaseEpochs, config.size);
+    const ex::Dataset& data = training_data();
+    const double steps = std::ceil(double(data.rows) / kBatchRows);
+    // The data set and the model do not grow with --size; the losses do.
+    const double floats = 3.0 * data.features.size() + epochs;
+    return {.int_counts = {{"epochs", epochs}},
+            .ops = (epochs + 1) * steps * kOpsPerStep,  // one more, profiled, sync epoch
+            .host_bytes = float_bytes(floats)};
+  }
+
   Outcome run(Mode mode, const Config& config, Trace* trace) const override {
-    const int epochs = scaled(4, config.size);
-    const std::int64_t hidden = 256, batch_rows = 32;
+    const int epochs = scaled(kBaseEpochs, config.size);
+    const std::int64_t hidden = kHidden, batch_rows = kBatchRows;
     const ex::Dataset& data = training_data();
     const depengine::Device device = runs_on_device(config) ? work_device(config, 0) : depengine::Device::cpu();
     if (on_cuda(config)) ask_cublas_for_reproducible_results();
