@@ -159,7 +159,7 @@ depengine_var encode(Var var) {
 }
 
 /// The Var behind `handle`, or nullopt when it is not one of `engine`'s.
-std::optional<Var> decode(depengine_engine& engine, depengine_var handle) {
+std::optional<Var> decode(const depengine_engine& engine, depengine_var handle) {
   if ((handle & kHandleBit) == 0) return std::nullopt;
   const Var var = engine.engine.core().live_var(static_cast<std::uint32_t>(handle & (kSlotLimit - 1)));
   if (var.is_null() || ((handle >> kCheckShift) & kCheckMask) != handle_check(var)) return std::nullopt;

@@ -455,15 +455,16 @@ void EngineCore::record_failure(const OpBlock& op) {
   if (!wrote && !skipped) failures_.push_back({nullptr, 0, op.error});
 }
 
-void EngineCore::forget_reported(const std::exception_ptr& error) {
+void EngineCore::forget_failures_of(const VarState& var) {
+  // Older records of the variable are stale: it held one failure at a time.
   std::lock_guard lock(failures_mutex_);
-  std::erase_if(failures_, [&](const Failure& f) { return f.error == error; });
+  std::erase_if(failures_, [&](const Failure& f) { return f.var == &var; });
 }
 
 void EngineCore::file_failure_of_deleted(VarState& var) {
   std::exception_ptr unreported = take_error(var);
   if (!unreported) return;
-  forget_reported(unreported);
+  forget_failures_of(var);
   record_unattached_failure(std::move(unreported));
 }
 

@@ -131,10 +131,10 @@ class EngineCore {
   void record_failure(const detail::OpBlock& op);
   /// Files an error no variable carries (e.g. of a deleted variable).
   void record_unattached_failure(std::exception_ptr error);
-  /// A blocking call reported `error`: wait_all no longer does, and its
-  /// records are freed. (The variables it marks stay failed: a wait on one
-  /// of them still reports it.)
-  void forget_reported(const std::exception_ptr& error);
+  /// A blocking call reported the failure of `var`: its records are freed,
+  /// and wait_all no longer reports it for `var` (it still does for other
+  /// variables the same failure marks).
+  void forget_failures_of(const detail::VarState& var);
   /// For a variable being deleted: its unreported failure, if any, outlives
   /// it, filed under no variable.
   void file_failure_of_deleted(detail::VarState& var);

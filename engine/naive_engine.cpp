@@ -102,7 +102,7 @@ class NaiveEngine final : public EngineCore {
       case OpKind::WaitSignal: {
         detail::WaitSignal* signal = op->signal;
         std::exception_ptr error = take_error(*op->entries.front().var);
-        if (error) forget_reported(error);
+        if (error) forget_failures_of(*op->entries.front().var);
         detail::OpPool::release(op);
         signal->set(std::move(error));
         return;

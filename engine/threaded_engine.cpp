@@ -324,7 +324,7 @@ class ThreadedEngine final : public EngineCore {
         case OpKind::WaitSignal: {
           // Taken over from the variable when the wait was granted.
           std::exception_ptr error = std::move(op->entries.front().error);
-          if (error) [[unlikely]] forget_reported(error);
+          if (error) [[unlikely]] forget_failures_of(*op->entries.front().var);
           detail::WaitSignal* signal = op->signal;
           finish(op, nullptr, ready);
           signal->set(std::move(error));  // the waiter may return at once

@@ -55,51 +55,9 @@ std::string message_of(F&& f) {
 
 // ---------------------------------------------------------------- push against delete_var
 
-// A push racing delete_var is either ordered before the deletion (it runs
-// before the release callback) or throws std::invalid_argument: never
-// accepted and run afterwards, on a buffer the callback freed.
-TEST_P(Reliability, PushRacingDeleteRunsBeforeTheReleaseOrThrows) {
-  Engine engine(options());
-  // The naive engine runs each push under one lock, which the pusher keeps
-  // taking: its rounds last longer.
-  const int kRounds = GetParam().kind == EngineKind::Naive ? 200 : 1500;
-  std::atomic<int> ran_after_release{0}, accepted{0}, rejected{0};
-  for (int round = 0; round < kRounds; ++round) {
-    const Var v = engine.new_var("v");
-    std::atomic<bool> released{false}, go{false};
-    std::thread pusher([&] {
-      while (!go.load(std::memory_order_acquire)) {
-      }
-      for (int i = 0;; ++i) {
-        auto check = [&](RunContext&) {
-          if (released.load(std::memory_order_acquire)) ran_after_release.fetch_add(1);
-        };
-        try {
-          if (i % 2 == 0) {
-            engine.push(check, {v}, {});
-          } else {
-            engine.push(check, {}, {v});
-          }
-          accepted.fetch_add(1, std::memory_order_relaxed);
-        } catch (const std::invalid_argument&) {
-          rejected.fetch_add(1, std::memory_order_relaxed);
-          return;
-        }
-      }
-    });
-    go.store(true, std::memory_order_release);
-    for (int spin = 0; spin < round % 64; ++spin) std::this_thread::yield();
-    engine.delete_var(v, [&] { released.store(true, std::memory_order_release); });
-    pusher.join();
-    engine.wait_all();  // before `released` goes out of scope
-  }
-  engine.wait_all();
-  EXPECT_EQ(ran_after_release.load(), 0) << "of " << accepted.load() << " accepted pushes";
-  EXPECT_EQ(rejected.load(), kRounds);
-}
-
-// The same for a wait: it reports the deletion instead of waiting behind it
-// on a slot that is recycled meanwhile.
+// A wait racing delete_var reports the deletion instead of waiting behind it
+// on a slot that is recycled meanwhile (pushes racing it:
+// Stress.PushRacingWithDeleteIsOrderedBeforeItOrRejected).
 TEST_P(Reliability, WaitRacingDeleteReturnsOrThrows) {
   Engine engine(options());
   for (int round = 0; round < 500; ++round) {
@@ -142,57 +100,6 @@ TEST_P(Reliability, HandlesOfSlotsNeverHandedOutAreRejected) {
   EXPECT_NE(a.slot(), real.slot());
   EXPECT_EQ(engine.var_name(real), "real");
   engine.wait_all();
-}
-
-TEST(ReliabilityHandles, AVarOfOneEngineIsRejectedByEveryOther) {
-  // More engines than a 7-bit tag tells apart.
-  constexpr int kEngines = 140;
-  std::vector<std::unique_ptr<Engine>> engines;
-  std::vector<Var> vars;
-  for (int i = 0; i < kEngines; ++i) {
-    engines.push_back(std::make_unique<Engine>(EngineOptions{.kind = EngineKind::Naive, .read_environment = false}));
-    vars.push_back(engines.back()->new_var("v" + std::to_string(i)));
-  }
-  for (int i = 0; i < kEngines; ++i) {
-    for (int j : {(i + 1) % kEngines, (i + 128) % kEngines, (i + 129) % kEngines}) {
-      EXPECT_THROW(engines[j]->push([](RunContext&) {}, {vars[i]}, {}), std::invalid_argument);
-      EXPECT_THROW(engines[j]->delete_var(vars[i]), std::invalid_argument);
-    }
-  }
-  for (int i = 0; i < kEngines; ++i) EXPECT_EQ(engines[i]->var_name(vars[i]), "v" + std::to_string(i));
-}
-
-TEST(ReliabilityHandles, CHandlesOfOneEngineAreRejectedByEveryOther) {
-  constexpr int kEngines = 140;
-  depengine_engine_options options;
-  depengine_engine_options_init(&options);
-  options.kind = DEPENGINE_ENGINE_NAIVE;
-  options.read_environment = 0;
-  std::vector<depengine_engine*> engines(kEngines);
-  std::vector<depengine_var> vars(kEngines);
-  for (int i = 0; i < kEngines; ++i) {
-    ASSERT_EQ(depengine_engine_create(&options, &engines[i]), DEPENGINE_OK);
-    ASSERT_EQ(depengine_new_var(engines[i], "v", &vars[i]), DEPENGINE_OK);
-  }
-  auto noop = [](void*, depengine_op_context*) {};
-  for (int i = 0; i < kEngines; ++i) {
-    for (int j : {(i + 1) % kEngines, (i + 128) % kEngines, (i + 129) % kEngines}) {
-      EXPECT_EQ(depengine_push(engines[j], noop, nullptr, &vars[i], 1, nullptr, 0, nullptr),
-                DEPENGINE_ERROR_UNKNOWN_VAR);
-      EXPECT_EQ(depengine_wait_to_read(engines[j], vars[i]), DEPENGINE_ERROR_UNKNOWN_VAR);
-      EXPECT_EQ(depengine_delete_var(engines[j], vars[i], nullptr, nullptr), DEPENGINE_ERROR_UNKNOWN_VAR);
-    }
-  }
-  // Forged handles: neighbouring slots and flipped bits of a real one.
-  const depengine_var real = vars[0];
-  for (depengine_var forged : {real + 1, real ^ (std::uint64_t{1} << 40), real ^ (std::uint64_t{1} << 62),
-                               depengine_var{1} << 63}) {
-    EXPECT_EQ(depengine_delete_var(engines[0], forged, nullptr, nullptr), DEPENGINE_ERROR_UNKNOWN_VAR);
-  }
-  for (int i = 0; i < kEngines; ++i) {
-    EXPECT_EQ(depengine_wait_to_read(engines[i], vars[i]), DEPENGINE_OK);
-    EXPECT_EQ(depengine_engine_destroy(engines[i]), DEPENGINE_OK);
-  }
 }
 
 // ---------------------------------------------------------------- options
@@ -265,16 +172,20 @@ TEST_P(Reliability, FailuresReportedByWaitsAreFreed) {
   EXPECT_LE(CountedError::live.load() - live_before, 2);
 }
 
-TEST_P(Reliability, AFailureIsReportedOnceByWaitAllAfterAWait) {
+TEST_P(Reliability, AFailureIsReportedOncePerVariableItMarks) {
   Engine engine(options());
   const Var a = engine.new_var("a"), b = engine.new_var("b");
+  // A skipped reader that writes nothing marks nothing: reported once, by a.
   engine.push([](RunContext&) { throw std::runtime_error("W"); }, {}, {a});
-  engine.push([](RunContext&) {}, {a}, {});   // skipped, writes nothing
-  engine.push([](RunContext&) {}, {a}, {b});  // skipped, marks b
+  engine.push([](RunContext&) {}, {a}, {});
   EXPECT_EQ(message_of([&] { engine.wait_to_read(a); }), "W");
   EXPECT_NO_THROW(engine.wait_all());
-  // b still carries it for a wait on b.
-  EXPECT_EQ(message_of([&] { engine.wait_to_read(b); }), "W");
+  // A skipped writer marks b: a wait on a reports it for a, wait_all for b.
+  engine.push([](RunContext&) { throw std::runtime_error("V"); }, {}, {a});
+  engine.push([](RunContext&) {}, {a}, {b});
+  EXPECT_EQ(message_of([&] { engine.wait_to_read(a); }), "V");
+  EXPECT_EQ(message_of([&] { engine.wait_all(); }), "V");
+  EXPECT_NO_THROW(engine.wait_to_read(b));
   EXPECT_NO_THROW(engine.wait_all());
 }
 
@@ -285,7 +196,7 @@ TEST_P(Reliability, UnreportedFailureOfADeletedVariableIsReportedOnce) {
   engine.delete_var(a);
   EXPECT_EQ(message_of([&] { engine.wait_all(); }), "W");
   EXPECT_NO_THROW(engine.wait_all());
-  EXPECT_EQ(message_of([&] { engine.wait_to_read(b); }), "W");
+  EXPECT_NO_THROW(engine.wait_to_read(b));
 }
 
 TEST_P(Reliability, AnAsyncOpThatThrowsAfterCompletingIsReported) {

@@ -207,8 +207,7 @@ class FuzzRun {
     depengine_var handle;
     Cell* cell;
     bool live = true;
-    std::optional<int> mark;  // the failure that marks it
-    bool uncertain = false;   // marked by a reported failure when wait_all ran: see resolve_uncertain
+    std::optional<int> mark;  // the failure that marks it, unreported for this variable
   };
   struct FailureModel {
     std::string message;
@@ -248,7 +247,6 @@ class FuzzRun {
 
   void finish() {
     wait_all();
-    resolve_uncertain();
     EXPECT_EQ(depengine_engine_destroy(engine_), DEPENGINE_OK) << where();
     EXPECT_EQ(depengine_engine_destroy(foreign_), DEPENGINE_OK) << where();
     EXPECT_EQ(violations_.load(), 0) << where() << ": an op ran after its variable's release, ran twice, or a "
@@ -525,13 +523,7 @@ class FuzzRun {
   template <class Wait>
   void check_wait(VarModel& v, Wait&& wait) {
     const depengine_status status = wait(v.handle);
-    if (v.uncertain) {
-      // Marked by a failure reported before wait_all: it may report it again or not.
-      v.uncertain = false;
-      ASSERT_TRUE(status == DEPENGINE_OK || status == DEPENGINE_ERROR_OPERATION_FAILED) << where() << ": " << last_error();
-      if (status != DEPENGINE_OK) EXPECT_EQ(last_error(), failures_[*v.mark].message) << where();
-      v.mark.reset();
-    } else if (v.mark) {
+    if (v.mark) {
       // A variable a failure marked reports it, even when another variable reported it already.
       ASSERT_EQ(status, DEPENGINE_ERROR_OPERATION_FAILED) << where() << " (" << failures_[*v.mark].message << ")";
       ++g_coverage.failed_waits;
@@ -545,12 +537,12 @@ class FuzzRun {
   }
 
   void wait_all() {
-    // Must: unreported failures that still mark a variable (live or deleted),
-    // or that wrote nothing. May: unreported ones every mark of which a later
-    // failure replaced (reporting those is allowed, not required).
+    // Must: a failure that still marks a variable (live or deleted), or an
+    // unreported one that wrote nothing. May: an unreported one every mark
+    // of which a later failure replaced (reporting it is allowed, not required).
     std::set<int> must, may;
     for (const VarModel& v : vars_) {
-      if (v.mark && !failures_[*v.mark].reported) must.insert(*v.mark);
+      if (v.mark) must.insert(*v.mark);
     }
     for (int f = 0; f < static_cast<int>(failures_.size()); ++f) {
       if (failures_[f].reported || must.contains(f)) continue;
@@ -570,33 +562,11 @@ class FuzzRun {
       for (int f : may) known = known || failures_[f].message == last_error();
       EXPECT_TRUE(known) << where() << ": wait_all reported '" << last_error() << "', not an unreported failure";
     }
-    for (int f : must) failures_[f].reported = true;
-    for (int f : may) failures_[f].reported = true;
-    for (VarModel& v : vars_) {
-      if (!v.mark) continue;
-      if (must.contains(*v.mark) || may.contains(*v.mark)) {
-        v.mark.reset();
-      } else {
-        v.uncertain = true;  // a failure reported before: the rule leaves open whether wait_all clears it
-      }
-    }
+    for (FailureModel& f : failures_) f.reported = true;
+    for (VarModel& v : vars_) v.mark.reset();
     for (VarModel* v : live_vars()) EXPECT_EQ(v->cell->value, model_value(v)) << where();
-    resolve_uncertain();
   }
 
-  /// Waits on each live variable whose mark wait_all may or may not have
-  /// cleared, so that the model is exact again.
-  void resolve_uncertain() {
-    for (VarModel* v : live_vars()) {
-      if (v->uncertain) check_wait(*v, [&](depengine_var h) { return depengine_wait_to_read(engine_, h); });
-    }
-    for (VarModel& v : vars_) {
-      if (!v.live && v.uncertain) {
-        v.uncertain = false;
-        v.mark.reset();
-      }
-    }
-  }
 
   /// This engine's handles on the other engine, and calls without an engine.
   void misuse_elsewhere() {

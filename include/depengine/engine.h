@@ -104,6 +104,7 @@ class Engine {
 
   /// For the tensor layer, the profiler and the C API.
   EngineCore& core() { return *core_; }
+  const EngineCore& core() const { return *core_; }
 
  private:
   std::unique_ptr<EngineCore> core_;
