@@ -70,7 +70,9 @@ std::string var_label(const VarState& var) {
 }  // namespace
 
 EngineCore::EngineCore(const EngineOptions& options)
-    : options_(options), vars_(g_next_engine_id.fetch_add(1, std::memory_order_relaxed)) {}
+    : options_(options),
+      vars_(g_next_engine_id.fetch_add(1, std::memory_order_relaxed)),
+      stall_watch_(options.read_environment ? detail::StallWatch::from_environment() : nullptr) {}
 
 EngineCore::~EngineCore() = default;
 
@@ -244,6 +246,7 @@ void EngineCore::reject_stale(OpBlock* op, const Entry& stale) {
     message = "depengine: " + describe(op->name_view()) + ": variable " + std::to_string(index) + " of its " +
               (write ? "writes" : "reads") + " was deleted";
   }
+  op_finished(*op);
   detail::OpPool::release(op);
   throw std::invalid_argument(message);
 }
@@ -257,6 +260,7 @@ void EngineCore::push(OpFn&& fn, VarList reads, VarList writes, const PushOption
   if (!fn) throw std::invalid_argument("depengine: push of " + describe(options.name) + " with a null function");
   OpBlock* op = make_op(OpKind::Sync, reads, writes, options);
   op->fn = std::move(fn);
+  if (stall_watch_) [[unlikely]] stall_watch_->pushed(*op);
   submit(op);
 }
 
@@ -266,6 +270,7 @@ void EngineCore::push_async(AsyncOpFn&& fn, VarList reads, VarList writes, const
   op->async_fn = std::move(fn);
   op->ticket.fetch_add(1, std::memory_order_relaxed);  // arm: odd
   op->holds.store(2, std::memory_order_relaxed);
+  if (stall_watch_) [[unlikely]] stall_watch_->pushed(*op);
   submit(op);
 }
 

@@ -17,6 +17,7 @@
 #include "depengine/executor.h"
 #include "engine/op_block.h"
 #include "engine/op_observer.h"
+#include "engine/stall_watch.h"
 #include "engine/var_table.h"
 
 namespace depengine {
@@ -117,7 +118,11 @@ class EngineCore {
   }
   /// Returns `op` to the pool, enqueued nowhere, and throws
   /// std::invalid_argument naming `stale`'s variable as deleted.
-  [[noreturn, gnu::cold, gnu::noinline]] static void reject_stale(detail::OpBlock* op, const detail::Entry& stale);
+  [[noreturn, gnu::cold, gnu::noinline]] void reject_stale(detail::OpBlock* op, const detail::Entry& stale);
+  /// For DEPENGINE_STALL_WARNING_MS: an op pushed with push/push_async is done.
+  void op_finished(const detail::OpBlock& op) {
+    if (stall_watch_) [[unlikely]] stall_watch_->finished(op);
+  }
   /// The engine's own one-variable ops: deletions and wait markers.
   detail::OpBlock* make_engine_op(detail::OpKind kind, detail::VarState* var, std::uint32_t generation, bool write,
                                   const char* name);
@@ -179,6 +184,7 @@ class EngineCore {
   Executor* create_executor(Device device);
 
   std::atomic<detail::OpObserver*> observer_{nullptr};
+  std::unique_ptr<detail::StallWatch> stall_watch_;  // null unless DEPENGINE_STALL_WARNING_MS
 
   static constexpr int kMaxDeviceIndex = 64;
   static constexpr int kDeviceKinds = 4;

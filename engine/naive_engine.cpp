@@ -151,6 +151,7 @@ class NaiveEngine final : public EngineCore {
       record_failure(*op);
     }
     if (detail::OpObserver* obs = observer()) [[unlikely]] obs->on_complete(*op);
+    op_finished(*op);
     release_hold(op);
   }
 

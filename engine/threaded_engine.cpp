@@ -409,11 +409,17 @@ class ThreadedEngine final : public EngineCore {
       report_released(*obs, *op, ready, ready_before);
       obs->on_complete(*op);
     }
-    // The failure records hold the error now. Dropping the op's reference
-    // before the completion is counted keeps a waiter that reads the error
-    // ordered after it: freeing it when the block is reused would race with
-    // that read as far as ThreadSanitizer sees.
-    if (op->has_error) [[unlikely]] op->error = nullptr;
+    // The failure records hold the error now. Dropping the op's references
+    // (its own, its entries' input errors) before the completion is counted
+    // keeps a waiter that reads the error ordered after the drop: freeing
+    // them when the block is reused would race with that read as far as
+    // ThreadSanitizer sees (the exception's reference count is not
+    // instrumented).
+    if (op->has_error) [[unlikely]] {
+      op->error = nullptr;
+      for (Entry& e : op->entries) e.error = nullptr;
+    }
+    op_finished(*op);
     release_hold(op);
     counter_.add_completed();
     // A worker wakes the waiters when it runs out of work (on_cpu_idle,

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
@@ -277,6 +278,46 @@ TEST_P(Reliability, PushesToDevicesOutsideTheEnumOrIndexAreRejected) {
             }).find("cpu:5"),
             std::string::npos);
   engine.wait_all();
+}
+
+// ---------------------------------------------------------------- stalls
+
+TEST_P(Reliability, AStallWarningNamesTheOperationsInFlightTooLong) {
+  ::setenv("DEPENGINE_STALL_WARNING_MS", "20", 1);
+  EngineOptions opts = options();
+  opts.read_environment = true;
+  ::testing::internal::CaptureStderr();
+  {
+    Engine engine(opts);
+    const Var v = engine.new_var("v");
+    std::thread completer;
+    engine.push([](RunContext&) {}, {}, {engine.new_var("quick")}, {.name = "quick_op"});
+    engine.push_async(
+        [&](RunContext&, Completion done) {
+          // 25 thresholds late: the watch, which looks every 10 ms, reports it.
+          completer = std::thread([done = std::move(done)]() mutable {
+            std::this_thread::sleep_for(std::chrono::milliseconds(500));
+            done();
+          });
+        },
+        {}, {v}, {.name = "late_completion"});
+    engine.wait_all();
+    completer.join();
+  }
+  const std::string out = ::testing::internal::GetCapturedStderr();
+  ::unsetenv("DEPENGINE_STALL_WARNING_MS");
+  EXPECT_NE(out.find("operation 'late_completion' on cpu in flight for"), std::string::npos) << out;
+  EXPECT_EQ(out.find("quick_op"), std::string::npos) << out;
+  // Reported once.
+  EXPECT_EQ(out.find("late_completion", out.find("late_completion") + 1), std::string::npos) << out;
+}
+
+TEST(ReliabilityOptions, ABadStallWarningIsRejected) {
+  for (const char* bad : {"0", "-5", "soon", "100000000000"}) {
+    ::setenv("DEPENGINE_STALL_WARNING_MS", bad, 1);
+    EXPECT_NE(message_of([] { Engine engine; }).find("DEPENGINE_STALL_WARNING_MS"), std::string::npos) << bad;
+  }
+  ::unsetenv("DEPENGINE_STALL_WARNING_MS");
 }
 
 // ---------------------------------------------------------------- destruction

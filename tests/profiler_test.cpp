@@ -386,6 +386,18 @@ TEST_F(ProfilerTest, StreamOpsGetStreamTracksNamedByKind) {
   EXPECT_TRUE(labelled);
 }
 
+TEST_F(ProfilerTest, AnUnwritableEnvironmentProfileFailsTheEngineAtOnce) {
+  if (!Profiler::available()) GTEST_SKIP() << "the profiler's hooks were compiled out (DEPENGINE_PROFILER_HOOKS=OFF)";
+  ::setenv("DEPENGINE_PROFILE", "/nonexistent-depengine-dir/run.json", 1);
+  try {
+    Engine engine;
+    ADD_FAILURE() << "an engine was made that could never write its profile";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent-depengine-dir/run.json"), std::string::npos) << e.what();
+  }
+  ::unsetenv("DEPENGINE_PROFILE");
+}
+
 TEST_F(ProfilerTest, EnvironmentVariableProfilesAWholeEngine) {
   const auto dir = std::filesystem::temp_directory_path() / ("depengine_profile_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);

@@ -1,6 +1,9 @@
 #include "engine/profiler/environment_profile.h"
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -30,19 +33,27 @@ std::string numbered(const std::string& path, int n) {
 // destroyed after the engine's last operation completed: then it writes.
 class EnvironmentProfile {
  public:
-  explicit EnvironmentProfile(std::string path) : path_(std::move(path)) { recorder_.start(); }
+  // The file is opened now, so that a path it cannot write fails the
+  // engine's construction instead of a whole run's end.
+  explicit EnvironmentProfile(std::string path) : path_(std::move(path)), out_(path_, std::ios::binary) {
+    if (!out_) {
+      throw std::invalid_argument("depengine: DEPENGINE_PROFILE: cannot write '" + path_ + "': " +
+                                  std::strerror(errno));
+    }
+    recorder_.start();
+  }
   ~EnvironmentProfile() {
     recorder_.stop();
-    std::ofstream out(path_, std::ios::binary);
-    out << chrome_trace_json(make_timeline(recorder_.snapshot()), {});
-    out.close();
-    // A destructor cannot throw: say so on stderr instead.
-    if (!out) std::fprintf(stderr, "depengine: DEPENGINE_PROFILE: cannot write '%s'\n", path_.c_str());
+    out_ << chrome_trace_json(make_timeline(recorder_.snapshot()), {});
+    out_.close();
+    // A destructor cannot throw: say so on stderr instead (a full disk).
+    if (!out_) std::fprintf(stderr, "depengine: DEPENGINE_PROFILE: cannot write '%s'\n", path_.c_str());
   }
   ProfileRecorder& recorder() { return recorder_; }
 
  private:
   std::string path_;
+  std::ofstream out_;
   ProfileRecorder recorder_;
 };
 
@@ -60,8 +71,15 @@ void profile_from_environment(EngineCore& core) {
     });
     return;
   }
-  static std::atomic<int> engines{0};
-  auto profile = std::make_shared<EnvironmentProfile>(numbered(path, ++engines));
+  // Numbered by the engines whose file could be opened.
+  static std::mutex numbering;
+  static int engines = 0;
+  std::shared_ptr<EnvironmentProfile> profile;
+  {
+    std::lock_guard lock(numbering);
+    profile = std::make_shared<EnvironmentProfile>(numbered(path, engines + 1));
+    ++engines;
+  }
   core.set_observer(&profile->recorder());
   core.keep_alive(std::move(profile));
 }
