@@ -208,8 +208,8 @@ class EngineCore {
   void shutdown_devices();
 };
 
-/// Reads DEPENGINE_ENGINE and DEPENGINE_CPU_THREADS into `options`; throws
-/// std::invalid_argument for unparseable values.
+/// Reads DEPENGINE_ENGINE, DEPENGINE_CPU_THREADS and DEPENGINE_BATCH_PUSHES
+/// into `options`; throws std::invalid_argument for unparseable values.
 EngineOptions apply_environment(EngineOptions options);
 
 std::unique_ptr<EngineCore> make_threaded_engine(const EngineOptions& options);

@@ -43,7 +43,8 @@ struct EngineOptions {
   std::size_t max_ops_in_flight = 1u << 16;
   /// When true (the default) the environment variables DEPENGINE_ENGINE,
   /// DEPENGINE_CPU_THREADS and DEPENGINE_BATCH_PUSHES override `kind`,
-  /// `cpu_threads` and `batch_pushes`.
+  /// `cpu_threads` and `batch_pushes`, and DEPENGINE_PROFILE and
+  /// DEPENGINE_STALL_WARNING_MS turn on their diagnostics (docs/semantics.md).
   bool read_environment = true;
   /// Threaded engine: register a thread's CPU pushes in batches (see
   /// docs/semantics.md, "Batched pushes"). False registers each push at
