@@ -105,7 +105,11 @@ typedef enum depengine_device_kind {
 typedef struct depengine_engine depengine_engine;
 
 /* A variable: the unit operations declare they read or write. A plain value,
- * meaningful only to the engine that created it. 0 is never a valid handle. */
+ * meaningful only to the engine that created it. 0 is never a valid handle.
+ * Every call checks a handle against the engine (a check of the engine's
+ * identity, the slot and its generation): a handle of another engine, of a
+ * deleted variable, or one made up, gets DEPENGINE_ERROR_UNKNOWN_VAR, short of
+ * a 2^-39 chance. */
 typedef uint64_t depengine_var;
 #define DEPENGINE_NULL_VAR ((depengine_var)0)
 
