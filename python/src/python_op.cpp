@@ -1,0 +1,103 @@
+#include "python/src/python_op.h"
+
+namespace depengine::python {
+
+PythonOpError::PythonOpError(std::string what, PyObject* exception)
+    : std::runtime_error(std::move(what)), state_(std::make_shared<State>()) {
+  state_->exception = PyRef::steal(exception);
+  if (exception != nullptr) {
+    state_->type = PyRef(reinterpret_cast<PyObject*>(Py_TYPE(exception)));
+    state_->args = PyRef::steal(PyObject_GetAttrString(exception, "args"));
+    if (PyObject* text = PyObject_Str(exception)) {
+      if (const char* s = PyUnicode_AsUTF8(text)) state_->message = s;
+      Py_DECREF(text);
+    }
+    PyErr_Clear();
+  }
+}
+
+PythonOpError PythonOpError::fetch(std::string_view op_name) {
+  PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
+  PyErr_Fetch(&type, &value, &traceback);
+  PyErr_NormalizeException(&type, &value, &traceback);
+  if (traceback != nullptr) PyException_SetTraceback(value, traceback);
+  std::string what = "depengine: the Python function";
+  if (!op_name.empty()) what += " '" + std::string(op_name) + "'";
+  what += " raised ";
+  what += type != nullptr ? reinterpret_cast<PyTypeObject*>(type)->tp_name : "an exception";
+  if (PyObject* text = value != nullptr ? PyObject_Str(value) : nullptr) {
+    if (const char* s = PyUnicode_AsUTF8(text)) what += std::string(": ") + s;
+    Py_DECREF(text);
+  }
+  PyErr_Clear();
+  Py_XDECREF(type);
+  Py_XDECREF(traceback);
+  return PythonOpError(std::move(what), value);
+}
+
+void PythonOpError::restore() const {
+  PyObject* value = state_->exception.get();
+  if (value != nullptr) {
+    PyObject* type = reinterpret_cast<PyObject*>(Py_TYPE(value));
+    Py_INCREF(type);
+    Py_INCREF(value);
+    PyErr_Restore(type, value, PyException_GetTraceback(value));
+    state_->exception.reset();  // Python owns it now (see python_op.h)
+    return;
+  }
+  if (state_->type.get() != nullptr && state_->args.get() != nullptr && PyTuple_Check(state_->args.get())) {
+    PyErr_SetObject(state_->type.get(), state_->args.get());  // type(*args)
+    return;
+  }
+  PyErr_SetString(PyExc_RuntimeError, what());
+}
+
+namespace {
+
+// The closure of a pushed Python function: one pointer, so it is stored
+// inline in the operation.
+class PythonCall {
+ public:
+  explicit PythonCall(PyObject* fn) : fn_(fn) {}
+  PythonCall(PythonCall&& other) noexcept = default;
+  PythonCall& operator=(PythonCall&&) = delete;
+  ~PythonCall() {
+    if (counted_) leave_python_op();
+  }
+
+  void operator()(RunContext& ctx) {
+    if (!python_alive()) throw std::runtime_error("depengine: the interpreter has shut down");
+    PythonOpScope scope;
+    PyGILState_STATE gil = PyGILState_Ensure();
+    PyObject* result = PyObject_CallNoArgs(fn_.get());
+    fn_.reset();  // released now, with the GIL
+    if (result == nullptr) {
+      PythonOpError error = PythonOpError::fetch(ctx.name);
+      PyGILState_Release(gil);
+      throw error;
+    }
+    Py_DECREF(result);
+    release_queued_refs();
+    PyGILState_Release(gil);
+  }
+
+ private:
+  PyRef fn_;
+  struct Counted {
+    Counted() = default;
+    Counted(Counted&& other) noexcept : value(other.value) { other.value = false; }
+    bool value = true;
+    operator bool() const { return value; }
+  } counted_;
+};
+
+}  // namespace
+
+OpFn python_op(PyObject* fn) {
+  if (!try_enter_python_op()) {
+    throw std::runtime_error("depengine: the interpreter is shutting down; Python functions can no longer be pushed");
+  }
+  return OpFn(PythonCall(fn));
+}
+
+}  // namespace depengine::python
