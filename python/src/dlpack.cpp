@@ -18,7 +18,9 @@ namespace depengine::python {
 
 namespace {
 
-// The ABI structs of dlpack.h (version 0.8, the unversioned "dltensor" capsule).
+// The ABI structs of dlpack.h: the unversioned "dltensor" capsule (which
+// NumPy marks read-only) and, for consumers that ask with max_version >= 1,
+// the versioned "dltensor_versioned" one with its flags.
 enum DLDeviceType : std::int32_t { kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3 };
 enum DLDataTypeCode : std::uint8_t { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4 };
 struct DLDevice {
@@ -44,13 +46,28 @@ struct DLManagedTensor {
   void* manager_ctx;
   void (*deleter)(DLManagedTensor* self);
 };
+struct DLPackVersion {
+  std::uint32_t major;
+  std::uint32_t minor;
+};
+struct DLManagedTensorVersioned {
+  DLPackVersion version;
+  void* manager_ctx;
+  void (*deleter)(DLManagedTensorVersioned* self);
+  std::uint64_t flags;
+  DLTensor dl_tensor;
+};
+constexpr std::uint64_t kDLPackFlagIsCopied = 1u << 1;
 
 constexpr const char* kCapsuleName = "dltensor";
 constexpr const char* kUsedCapsuleName = "used_dltensor";
+constexpr const char* kVersionedCapsuleName = "dltensor_versioned";
+constexpr const char* kUsedVersionedCapsuleName = "used_dltensor_versioned";
 
 // What an exported tensor keeps alive until the consumer lets it go.
 struct Export {
   DLManagedTensor managed{};
+  DLManagedTensorVersioned versioned{};
   PyTensor tensor;
   std::vector<std::int64_t> shape, strides;
   explicit Export(PyTensor t) : tensor(std::move(t)) {}
@@ -81,6 +98,10 @@ void delete_export(DLManagedTensor* managed) {
   delete static_cast<Export*>(managed->manager_ctx);
 }
 
+void delete_versioned_export(DLManagedTensorVersioned* managed) {
+  delete static_cast<Export*>(managed->manager_ctx);
+}
+
 void capsule_destructor(PyObject* capsule) {
   // Still named "dltensor": no consumer took it, so the producer frees it.
   if (PyCapsule_IsValid(capsule, kCapsuleName)) {
@@ -89,9 +110,21 @@ void capsule_destructor(PyObject* capsule) {
   }
 }
 
+void versioned_capsule_destructor(PyObject* capsule) {
+  if (PyCapsule_IsValid(capsule, kVersionedCapsuleName)) {
+    auto* managed = static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(capsule, kVersionedCapsuleName));
+    managed->deleter(managed);
+  }
+}
+
+bool wants_versioned(nb::handle max_version) {
+  if (max_version.is_none()) return false;
+  const auto version = nb::cast<std::pair<int, int>>(max_version);
+  return version.first >= 1;
+}
+
 nb::object to_dlpack(const PyTensor& t, nb::handle stream, nb::handle max_version, nb::handle device, nb::handle copy) {
   (void)stream;  // the wait below finishes the tensor's work on the host: any consumer stream may use it
-  (void)max_version;  // the unversioned capsule is accepted by every consumer
   if (!t.tensor.defined()) throw nb::value_error("__dlpack__: null tensor");
   Tensor shared = t.tensor;
   const DLDevice where = dl_device(shared);
@@ -101,7 +134,8 @@ nb::object to_dlpack(const PyTensor& t, nb::handle stream, nb::handle max_versio
       throw nb::buffer_error("__dlpack__: the tensor cannot be exported to another device");
     }
   }
-  if (!copy.is_none() && PyObject_IsTrue(copy.ptr())) {
+  const bool copied = !copy.is_none() && PyObject_IsTrue(copy.ptr());
+  if (copied) {
     GilReleaseIfNeeded unlocked;
     Tensor fresh = Tensor::empty(shared.engine(), shared.shape(), shared.dtype(), shared.device());
     ops::copy(shared, fresh);
@@ -129,9 +163,19 @@ nb::object to_dlpack(const PyTensor& t, nb::handle stream, nb::handle max_versio
   dl.shape = ctx->shape.data();
   dl.strides = ctx->strides.data();
   dl.byte_offset = 0;
-  ctx->managed.manager_ctx = ctx;
-  ctx->managed.deleter = &delete_export;
-  PyObject* capsule = PyCapsule_New(&ctx->managed, kCapsuleName, &capsule_destructor);
+  PyObject* capsule = nullptr;
+  if (wants_versioned(max_version)) {
+    ctx->versioned.version = {1, 0};
+    ctx->versioned.manager_ctx = ctx;
+    ctx->versioned.deleter = &delete_versioned_export;
+    ctx->versioned.flags = copied ? kDLPackFlagIsCopied : 0;  // writable: the memory is shared
+    ctx->versioned.dl_tensor = dl;
+    capsule = PyCapsule_New(&ctx->versioned, kVersionedCapsuleName, &versioned_capsule_destructor);
+  } else {
+    ctx->managed.manager_ctx = ctx;
+    ctx->managed.deleter = &delete_export;
+    capsule = PyCapsule_New(&ctx->managed, kCapsuleName, &capsule_destructor);
+  }
   if (capsule == nullptr) {
     delete ctx;
     throw nb::python_error();
@@ -157,14 +201,33 @@ PyTensor from_dlpack(nb::handle source, nb::handle device, nb::handle engine) {
   const EngineRef ref = engine_or_default(engine);
   const Device target = parse_device(device);
   nb::object capsule;
-  if (PyCapsule_CheckExact(source.ptr())) capsule = nb::borrow(source);
-  else if (nb::hasattr(source, "__dlpack__")) capsule = source.attr("__dlpack__")();
-  else throw nb::type_error(("from_dlpack: expected an object with __dlpack__, not " + python_type_name(source)).c_str());
-  if (!PyCapsule_IsValid(capsule.ptr(), kCapsuleName)) {
-    throw nb::value_error("from_dlpack: not an unconsumed 'dltensor' capsule (it may have been used already)");
+  if (PyCapsule_CheckExact(source.ptr())) {
+    capsule = nb::borrow(source);
+  } else if (nb::hasattr(source, "__dlpack__")) {
+    try {
+      capsule = source.attr("__dlpack__")(nb::arg("max_version") = nb::make_tuple(1, 0));
+    } catch (const nb::python_error& e) {
+      if (!e.matches(PyExc_TypeError)) throw;
+      capsule = source.attr("__dlpack__")();  // a producer older than DLPack 1.0
+    }
+  } else {
+    throw nb::type_error(("from_dlpack: expected an object with __dlpack__, not " + python_type_name(source)).c_str());
   }
-  auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), kCapsuleName));
-  const DLTensor& dl = managed->dl_tensor;
+  const bool versioned = PyCapsule_IsValid(capsule.ptr(), kVersionedCapsuleName);
+  if (!versioned && !PyCapsule_IsValid(capsule.ptr(), kCapsuleName)) {
+    throw nb::value_error("from_dlpack: not an unconsumed DLPack capsule (it may have been used already)");
+  }
+  DLManagedTensor* managed = nullptr;
+  DLManagedTensorVersioned* managed_versioned = nullptr;
+  if (versioned) {
+    managed_versioned = static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(capsule.ptr(), kVersionedCapsuleName));
+    if (managed_versioned->version.major > 1) {
+      throw nb::value_error("from_dlpack: the producer's DLPack major version is newer than 1");
+    }
+  } else {
+    managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), kCapsuleName));
+  }
+  const DLTensor& dl = versioned ? managed_versioned->dl_tensor : managed->dl_tensor;
   if (dl.device.device_type != kDLCPU && dl.device.device_type != kDLCUDAHost) {
     throw nb::value_error("from_dlpack: only host memory can be imported (copy it to the CPU first)");
   }
@@ -182,8 +245,13 @@ PyTensor from_dlpack(nb::handle source, nb::handle device, nb::handle engine) {
   const void* data = static_cast<const char*>(dl.data) + dl.byte_offset;
   PyTensor t = from_buffer(ref, data, std::move(shape), dtype, target);
   // Copied: the capsule is consumed, and the producer's memory let go at once.
-  PyCapsule_SetName(capsule.ptr(), kUsedCapsuleName);
-  if (managed->deleter != nullptr) managed->deleter(managed);
+  if (versioned) {
+    PyCapsule_SetName(capsule.ptr(), kUsedVersionedCapsuleName);
+    if (managed_versioned->deleter != nullptr) managed_versioned->deleter(managed_versioned);
+  } else {
+    PyCapsule_SetName(capsule.ptr(), kUsedCapsuleName);
+    if (managed->deleter != nullptr) managed->deleter(managed);
+  }
   return t;
 }
 

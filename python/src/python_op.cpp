@@ -1,6 +1,38 @@
 #include "python/src/python_op.h"
 
+#include <mutex>
+#include <unordered_set>
+
 namespace depengine::python {
+
+namespace {
+std::mutex g_states_mutex;
+std::unordered_set<void*> g_states;  // every PythonOpError::State alive
+}  // namespace
+
+PythonOpError::State::State() {
+  std::lock_guard lock(g_states_mutex);
+  g_states.insert(this);
+}
+PythonOpError::State::~State() {
+  std::lock_guard lock(g_states_mutex);
+  g_states.erase(this);
+}
+
+void PythonOpError::forget_unreported() {
+  std::vector<PyObject*> dropped;
+  {
+    std::lock_guard lock(g_states_mutex);
+    for (void* p : g_states) {
+      auto* state = static_cast<State*>(p);
+      for (PyRef* ref : {&state->exception, &state->type, &state->args}) {
+        if (ref->get() != nullptr) dropped.push_back(ref->release());
+      }
+    }
+  }
+  // Outside the lock: a destructor run here may destroy another error.
+  for (PyObject* object : dropped) Py_DECREF(object);
+}
 
 PythonOpError::PythonOpError(std::string what, PyObject* exception)
     : std::runtime_error(std::move(what)), state_(std::make_shared<State>()) {

@@ -32,8 +32,15 @@ class PythonOpError : public std::runtime_error {
   /// Raises the exception again in the interpreter (needs the GIL).
   void restore() const;
 
+  /// At exit: drops the Python objects of every error not yet reported,
+  /// which would otherwise keep the program's objects alive in a cycle
+  /// through the engine until the process ends (needs the GIL).
+  static void forget_unreported();
+
  private:
   struct State {
+    State();
+    ~State();
     PyRef exception;  // until the first report
     PyRef type;
     PyRef args;  // the exception's args, to make the later reports

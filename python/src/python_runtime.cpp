@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "python/src/engine_handle.h"
+#include "python/src/python_op.h"
 
 namespace depengine::python {
 
@@ -96,6 +97,7 @@ void shutdown() {
   release_queued_refs();
   EngineHandle::drop_default();
   release_queued_refs();
+  PythonOpError::forget_unreported();
   g_alive.store(false, std::memory_order_release);
 }
 

@@ -77,6 +77,12 @@ class PyRef {
   ~PyRef() { reset(); }
 
   PyObject* get() const { return object_; }
+  /// Gives up ownership: the caller drops the reference.
+  PyObject* release() {
+    PyObject* object = object_;
+    object_ = nullptr;
+    return object;
+  }
   void reset() {
     if (object_ != nullptr) release_ref(object_);
     object_ = nullptr;

@@ -123,7 +123,8 @@ PyTensor array_from(nb::handle data, nb::handle dtype, nb::handle device, nb::ha
                              .c_str());
   }
   // Strided views (a transpose, a slice with a step) are copied into order.
-  array = np.attr("ascontiguousarray")(array);
+  // (np.ascontiguousarray would turn a 0-d array into a 1-d one.)
+  if (!nb::cast<bool>(array.attr("flags").attr("c_contiguous"))) array = array.attr("copy")("C");
   Shape shape;
   for (nb::handle d : array.attr("shape")) shape.push_back(nb::cast<std::int64_t>(d));
   Buffer buffer(array, PyBUF_C_CONTIGUOUS);
