@@ -68,6 +68,7 @@ struct PyTensor {
   EngineRef owner;  // declared first: destroyed after the tensor
   Tensor tensor;
 
+  PyTensor() = default;
   PyTensor(EngineRef o, Tensor t) : owner(std::move(o)), tensor(std::move(t)) {}
   PyTensor(PyTensor&&) = default;
   ~PyTensor() {

@@ -27,6 +27,13 @@ void check_same_dtype(const char* op, const Tensor& a, const Tensor& b) {
   }
 }
 
+// An op's result: the new tensor, or, for the out= form, `out` itself (no new
+// Python object per call).
+nb::object result_or_out(PyTensor result, nb::handle out) {
+  if (!out.is_none()) return nb::borrow(out);
+  return nb::cast(std::move(result));
+}
+
 const char* binary_name(Binary op) { return op == Binary::add ? "add" : op == Binary::sub ? "sub" : "mul"; }
 
 }  // namespace
@@ -60,7 +67,7 @@ PyTensor binary_op(Binary op, const PyTensor& a, nb::handle b, const PyTensor* o
         case Binary::sub: ops::sub(a.tensor, bt, out->tensor); break;
         case Binary::mul: ops::mul(a.tensor, bt, out->tensor); break;
       }
-      return a.with(out->tensor);
+      return {};
     }
     switch (op) {
       case Binary::add: return a.with(ops::add(a.tensor, bt));
@@ -80,7 +87,7 @@ PyTensor binary_op(Binary op, const PyTensor& a, nb::handle b, const PyTensor* o
                                      a.tensor.device());
   if (out != nullptr) {
     ops::add(a.tensor, scalar, out->tensor);
-    return a.with(out->tensor);
+    return {};
   }
   return a.with(ops::add(a.tensor, scalar));
 }
@@ -89,7 +96,7 @@ PyTensor scale_op(const PyTensor& x, double alpha, const PyTensor* out) {
   GilReleaseIfNeeded unlocked;
   if (out != nullptr) {
     ops::scale(x.tensor, alpha, out->tensor);
-    return x.with(out->tensor);
+    return {};
   }
   return x.with(ops::scale(x.tensor, alpha));
 }
@@ -105,7 +112,7 @@ PyTensor reduce_op(bool mean, const PyTensor& x, std::optional<int> axis, const 
   if (out != nullptr) {
     if (axis) mean ? ops::mean(x.tensor, *axis, out->tensor) : ops::sum(x.tensor, *axis, out->tensor);
     else mean ? ops::mean(x.tensor, out->tensor) : ops::sum(x.tensor, out->tensor);
-    return x.with(out->tensor);
+    return {};
   }
   if (axis) return x.with(mean ? ops::mean(x.tensor, *axis) : ops::sum(x.tensor, *axis));
   return x.with(mean ? ops::mean(x.tensor) : ops::sum(x.tensor));
@@ -115,7 +122,7 @@ PyTensor relu_op(const PyTensor& x, const PyTensor* out) {
   GilReleaseIfNeeded unlocked;
   if (out != nullptr) {
     ops::relu(x.tensor, out->tensor);
-    return x.with(out->tensor);
+    return {};
   }
   return x.with(ops::relu(x.tensor));
 }
@@ -130,7 +137,7 @@ void bind_ops(nb::module_& m) {
     m.def(
         binary_name(op),
         [op](const PyTensor& a, nb::handle b, nb::handle out) {
-          return binary_op(op, a, b, optional_tensor(out, "out"));
+          return result_or_out(binary_op(op, a, b, optional_tensor(out, "out")), out);
         },
         nb::arg("a"), nb::arg("b"), nb::kw_only(), nb::arg("out").none() = nb::none(),
         "Elementwise; b is a Tensor (its shape a's or a suffix of it) or a number. "
@@ -138,7 +145,9 @@ void bind_ops(nb::module_& m) {
   }
   m.def(
       "scale",
-      [](const PyTensor& x, double alpha, nb::handle out) { return scale_op(x, alpha, optional_tensor(out, "out")); },
+      [](const PyTensor& x, double alpha, nb::handle out) {
+        return result_or_out(scale_op(x, alpha, optional_tensor(out, "out")), out);
+      },
       nb::arg("x"), nb::arg("alpha"), nb::kw_only(), nb::arg("out").none() = nb::none(), "alpha * x.");
   m.def(
       "axpy",
@@ -149,7 +158,8 @@ void bind_ops(nb::module_& m) {
       },
       nb::arg("alpha"), nb::arg("x"), nb::arg("y"), "y += alpha * x, in place on y.");
   m.def(
-      "relu", [](const PyTensor& x, nb::handle out) { return relu_op(x, optional_tensor(out, "out")); }, nb::arg("x"),
+      "relu",
+      [](const PyTensor& x, nb::handle out) { return result_or_out(relu_op(x, optional_tensor(out, "out")), out); }, nb::arg("x"),
       nb::kw_only(), nb::arg("out").none() = nb::none(), "max(x, 0).");
   m.def(
       "relu_grad",
@@ -160,21 +170,21 @@ void bind_ops(nb::module_& m) {
                                                  : Tensor::empty(x.tensor.engine(), grad_out.tensor.shape(),
                                                                  grad_out.tensor.dtype(), grad_out.tensor.device());
         ops::relu_grad(x.tensor, grad_out.tensor, grad_in);
-        return x.with(grad_in);
+        return x.with(grad_in);  // (with out=, the same tensor as out)
       },
       nb::arg("x"), nb::arg("grad_out"), nb::kw_only(), nb::arg("out").none() = nb::none(),
       "grad_out where x > 0, else 0 (the gradient through relu).");
   m.def(
       "sum",
       [](const PyTensor& x, std::optional<int> axis, nb::handle out) {
-        return reduce_op(false, x, axis, optional_tensor(out, "out"));
+        return result_or_out(reduce_op(false, x, axis, optional_tensor(out, "out")), out);
       },
       nb::arg("x"), nb::arg("axis").none() = nb::none(), nb::kw_only(), nb::arg("out").none() = nb::none(),
       "The sum of all elements (a scalar tensor), or along axis.");
   m.def(
       "mean",
       [](const PyTensor& x, std::optional<int> axis, nb::handle out) {
-        return reduce_op(true, x, axis, optional_tensor(out, "out"));
+        return result_or_out(reduce_op(true, x, axis, optional_tensor(out, "out")), out);
       },
       nb::arg("x"), nb::arg("axis").none() = nb::none(), nb::kw_only(), nb::arg("out").none() = nb::none(),
       "The mean of all elements, or along axis.");

@@ -16,7 +16,8 @@ enum class Binary { add, sub, mul };
 std::optional<double> number_value(nanobind::handle x);
 
 /// a <op> b, for b a Tensor or a Python number; into `out` when not null.
-/// Returns the result (a new tensor, or `out`'s handle).
+/// Returns the new tensor, or an empty handle when it wrote `out`
+/// (likewise for the other ops with an `out`).
 PyTensor binary_op(Binary op, const PyTensor& a, nanobind::handle b, const PyTensor* out);
 /// alpha x, into `out` when not null.
 PyTensor scale_op(const PyTensor& x, double alpha, const PyTensor* out);
