@@ -86,6 +86,21 @@ void PythonOpError::restore() const {
 
 namespace {
 
+// Gives a thread the interpreter did not start (an engine worker, a stream)
+// a Python thread state of its own, once: PyGILState_Ensure would otherwise
+// make and free one, with its frame stack, on every call. It is never freed
+// (a thread may end while the interpreter finalizes, when taking the GIL to
+// free it is not allowed); the interpreter frees it when it ends.
+void keep_thread_state() {
+  thread_local bool t_done = false;
+  if (t_done) return;
+  if (PyGILState_GetThisThreadState() == nullptr) {
+    // Starts with a PyGILState count of 1: PyGILState_Release keeps it.
+    PyThreadState_New(PyInterpreterState_Main());
+  }
+  t_done = true;
+}
+
 // The closure of a pushed Python function: one pointer, so it is stored
 // inline in the operation.
 class PythonCall {
@@ -100,6 +115,7 @@ class PythonCall {
   void operator()(RunContext& ctx) {
     if (!python_alive()) throw std::runtime_error("depengine: the interpreter has shut down");
     PythonOpScope scope;
+    keep_thread_state();
     PyGILState_STATE gil = PyGILState_Ensure();
     PyObject* result = PyObject_CallNoArgs(fn_.get());
     fn_.reset();  // released now, with the GIL

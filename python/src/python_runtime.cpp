@@ -80,8 +80,8 @@ void shutdown() {
     PyThreadState* saved = PyEval_SaveThread();
     // One round of wait_all on every engine runs every Python function
     // pushed before the flag was set. A push racing with the flag is counted
-    // and caught by the next round. The rounds are bounded so that a Python
-    // function that never returns cannot hang the exit.
+    // and caught by the next round; the rounds are bounded in case a
+    // function's count outlives its engine's wait (it is dropped just after).
     for (int round = 0; round < 1000 && python_ops_alive() > 0; ++round) {
       for (const auto& handle : EngineHandle::live()) {
         try {
