@@ -219,6 +219,11 @@ def test_variable_of_another_engine_is_rejected(engine):
         engine.push(lambda: None, writes=[v])
     with pytest.raises(ValueError):
         engine.delete_var(v)
+    t = de.zeros(2, engine=other)
+    with pytest.raises(ValueError):
+        engine.push(lambda: None, reads=[t])
+    with pytest.raises(ValueError):
+        engine.wait_to_read(t)
 
 
 def test_delete_var(engine):

@@ -85,7 +85,7 @@ def test_daemon_thread_pushing_while_the_interpreter_exits():
         """
         import threading, time
         import depengine as de
-        e = de.Engine(cpu_threads=2)
+        e = de.Engine(cpu_threads=2, max_ops_in_flight=64)  # a short queue to drain at exit
         v = e.new_var("v")
         def pusher():
             while True:
