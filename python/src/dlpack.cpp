@@ -144,7 +144,7 @@ nb::object to_dlpack(const PyTensor& t, nb::handle stream, nb::handle max_versio
   {
     // The consumer may read and write the memory: every pending operation
     // on it must be over.
-    nb::gil_scoped_release unlocked;
+    ReleaseGil unlocked;
     shared.engine().wait_to_write(shared.var());
   }
   auto* ctx = new Export(t.with(shared));

@@ -26,7 +26,7 @@ Var var_of(nb::handle x, const char* call) {
 
 void wait_all_engines() {
   for (const EngineRef& handle : EngineHandle::live()) {
-    nb::gil_scoped_release unlocked;
+    ReleaseGil unlocked;
     handle->engine().wait_all();
   }
   release_queued_refs();
@@ -105,7 +105,7 @@ void bind_engine(nb::module_& m) {
             PushOptions options{.priority = priority, .device = parse_device(device)};
             if (name) options.name = *name;
             OpFn op = python_op(fn.ptr());
-            nb::gil_scoped_release unlocked;
+            ReleaseGil unlocked;
             e.engine().push(std::move(op), read_vars, write_vars, options);
           },
           nb::arg("fn"), nb::arg("reads").none() = nb::none(), nb::arg("writes").none() = nb::none(), nb::kw_only(),
@@ -118,7 +118,7 @@ void bind_engine(nb::module_& m) {
           [](const PyEngine& e, nb::handle x) {
             const Var v = var_of(x, "wait_to_read");
             {
-              nb::gil_scoped_release unlocked;
+              ReleaseGil unlocked;
               e.engine().wait_to_read(v);
             }
             release_queued_refs();
@@ -129,7 +129,7 @@ void bind_engine(nb::module_& m) {
           [](const PyEngine& e, nb::handle x) {
             const Var v = var_of(x, "wait_to_write");
             {
-              nb::gil_scoped_release unlocked;
+              ReleaseGil unlocked;
               e.engine().wait_to_write(v);
             }
             release_queued_refs();
@@ -139,7 +139,7 @@ void bind_engine(nb::module_& m) {
           "wait_all",
           [](const PyEngine& e) {
             {
-              nb::gil_scoped_release unlocked;
+              ReleaseGil unlocked;
               e.engine().wait_all();
             }
             release_queued_refs();
@@ -165,7 +165,7 @@ void bind_engine(nb::module_& m) {
           [](const PyEngine& e, nb::handle type, nb::handle, nb::handle) {
             // On an exception already propagating, waiting still happens, but
             // an operation's error must not replace it.
-            nb::gil_scoped_release unlocked;
+            ReleaseGil unlocked;
             if (type.ptr() == Py_None) {
               e.engine().wait_all();
             } else {

@@ -29,11 +29,8 @@ EngineHandle::~EngineHandle() {
     return;
   }
   const bool has_gil = PyGILState_Check();
-  if (python_alive() && has_gil) {
-    PyThreadState* saved = PyEval_SaveThread();
-    engine_.reset();
-    PyEval_RestoreThread(saved);
-  } else {
+  {
+    ReleaseGil unlocked(has_gil);
     engine_.reset();
   }
   // What the engine's last operations dropped (their exceptions) goes now.

@@ -17,19 +17,9 @@ namespace depengine::python {
 /// Python function may need it (a push or a deletion can wait for
 /// back-pressure; with no Python function in flight, the workers never need
 /// the GIL to make room, so the common case keeps it and costs nothing).
-class GilReleaseIfNeeded {
+class GilReleaseIfNeeded : ReleaseGil {
  public:
-  GilReleaseIfNeeded() {
-    if (python_ops_alive() > 0 && python_alive() && PyGILState_Check()) saved_ = PyEval_SaveThread();
-  }
-  ~GilReleaseIfNeeded() {
-    if (saved_ != nullptr) PyEval_RestoreThread(saved_);
-  }
-  GilReleaseIfNeeded(const GilReleaseIfNeeded&) = delete;
-  GilReleaseIfNeeded& operator=(const GilReleaseIfNeeded&) = delete;
-
- private:
-  PyThreadState* saved_ = nullptr;
+  GilReleaseIfNeeded() : ReleaseGil(python_ops_alive() > 0 && PyGILState_Check()) {}
 };
 
 struct PyEngine {

@@ -88,7 +88,7 @@ void bind_profiler(nb::module_& m) {
       .def(
           "write_trace",
           [](const PyProfiler& p, const std::string& path) {
-            nb::gil_scoped_release unlocked;
+            ReleaseGil unlocked;
             p.profiler->write_trace(path);
           },
           nb::arg("path"));

@@ -17,6 +17,7 @@ std::atomic<bool> g_alive{true};
 std::atomic<bool> g_interpreter_gone{false};
 std::atomic<bool> g_shutting_down{false};
 std::atomic<int> g_python_ops{0};
+std::atomic<int> g_gil_released{0};  // threads inside a ReleaseGil
 
 // References dropped by threads without the GIL.
 std::mutex g_queue_mutex;
@@ -28,6 +29,21 @@ thread_local int t_python_op_depth = 0;
 }  // namespace
 
 bool python_alive() { return g_alive.load(std::memory_order_acquire); }
+
+PyThreadState* ReleaseGil::begin() {
+  // Counted before the check, as for try_enter_python_op.
+  g_gil_released.fetch_add(1, std::memory_order_seq_cst);
+  if (!g_alive.load(std::memory_order_seq_cst)) {
+    g_gil_released.fetch_sub(1, std::memory_order_seq_cst);
+    return nullptr;
+  }
+  return PyEval_SaveThread();
+}
+
+void ReleaseGil::end(PyThreadState* saved) {
+  PyEval_RestoreThread(saved);
+  g_gil_released.fetch_sub(1, std::memory_order_seq_cst);
+}
 bool shutting_down() { return g_shutting_down.load(std::memory_order_acquire); }
 
 void release_ref(PyObject* object) {
@@ -92,13 +108,19 @@ void shutdown() {
       }
       if (python_ops_alive() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
+    // From here on no thread releases the GIL; those that did take it back
+    // before the interpreter goes on (bounded: a wait on a long native op
+    // may still be running).
+    g_alive.store(false, std::memory_order_seq_cst);
+    for (int i = 0; i < 10'000 && g_gil_released.load(std::memory_order_seq_cst) > 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     PyEval_RestoreThread(saved);
   }
   release_queued_refs();
   EngineHandle::drop_default();
   release_queued_refs();
   PythonOpError::forget_unreported();
-  g_alive.store(false, std::memory_order_release);
 }
 
 }  // namespace depengine::python

@@ -22,8 +22,32 @@
 
 namespace depengine::python {
 
-/// True until `shutdown` drained the engines: worker threads may take the GIL.
+/// True until `shutdown` drained the engines: worker threads may take the GIL,
+/// and binding calls may release it.
 bool python_alive();
+
+/// Releases the GIL for its scope (when `release` is true), unless shutdown
+/// has drained the engines: a thread that gives the GIL up after that (a
+/// daemon thread still running Python) could be stopped by the finalizing
+/// interpreter as it takes it back, in the middle of C++ frames. Past that
+/// point nothing the engines run needs the GIL, so waiting with it is safe.
+/// Shutdown waits for the threads that released it before to take it back.
+class ReleaseGil {
+ public:
+  explicit ReleaseGil(bool release = true) {
+    if (release) saved_ = begin();
+  }
+  ~ReleaseGil() {
+    if (saved_ != nullptr) end(saved_);
+  }
+  ReleaseGil(const ReleaseGil&) = delete;
+  ReleaseGil& operator=(const ReleaseGil&) = delete;
+
+ private:
+  static PyThreadState* begin();
+  static void end(PyThreadState* saved);
+  PyThreadState* saved_ = nullptr;
+};
 
 /// Drops one reference to `object`, from any thread (see above).
 void release_ref(PyObject* object);

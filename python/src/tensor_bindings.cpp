@@ -71,7 +71,7 @@ nb::object to_numpy(const PyTensor& t) {
   nb::object array = numpy().attr("empty")(shape_tuple(source.shape()), numpy_dtype_name(source.dtype()));
   {
     Buffer buffer(array, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS);
-    nb::gil_scoped_release unlocked;
+    ReleaseGil unlocked;
     read_back(source, buffer.view.buf);
   }
   release_queued_refs();
@@ -141,14 +141,14 @@ nb::object scalar_value(const PyTensor& t) {
   if (x.dtype() == DType::int32) {
     std::int32_t v;
     {
-      nb::gil_scoped_release unlocked;
+      ReleaseGil unlocked;
       v = x.item<std::int32_t>();
     }
     return nb::int_(v);
   }
   double v;
   {
-    nb::gil_scoped_release unlocked;
+    ReleaseGil unlocked;
     v = x.item<double>();
   }
   return nb::float_(v);
@@ -227,7 +227,7 @@ nb::class_<PyTensor> bind_tensor(nb::module_& m) {
           [](const PyTensor& t) {
             const Tensor& x = defined(t);
             {
-              nb::gil_scoped_release unlocked;
+              ReleaseGil unlocked;
               x.engine().wait_to_read(x.var());
             }
             release_queued_refs();
