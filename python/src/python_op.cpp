@@ -114,7 +114,6 @@ class PythonCall {
 
   void operator()(RunContext& ctx) {
     if (!python_alive()) throw std::runtime_error("depengine: the interpreter has shut down");
-    PythonOpScope scope;
     keep_thread_state();
     PyGILState_STATE gil = PyGILState_Ensure();
     PyObject* result = PyObject_CallNoArgs(fn_.get());

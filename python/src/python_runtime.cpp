@@ -24,8 +24,6 @@ std::mutex g_queue_mutex;
 std::vector<PyObject*> g_queue;
 std::atomic<bool> g_queue_nonempty{false};
 
-thread_local int t_python_op_depth = 0;
-
 }  // namespace
 
 bool python_alive() { return g_alive.load(std::memory_order_acquire); }
@@ -82,10 +80,6 @@ bool try_enter_python_op() {
 }
 void leave_python_op() { g_python_ops.fetch_sub(1, std::memory_order_seq_cst); }
 int python_ops_alive() { return g_python_ops.load(std::memory_order_seq_cst); }
-
-bool in_python_op() { return t_python_op_depth > 0; }
-PythonOpScope::PythonOpScope() : outer(t_python_op_depth == 0) { ++t_python_op_depth; }
-PythonOpScope::~PythonOpScope() { --t_python_op_depth; }
 
 void on_interpreter_gone() { g_interpreter_gone.store(true, std::memory_order_release); }
 

@@ -60,16 +60,6 @@ bool try_enter_python_op();
 void leave_python_op();
 int python_ops_alive();
 
-/// True while this thread runs a pushed Python function.
-bool in_python_op();
-struct PythonOpScope {
-  PythonOpScope();
-  ~PythonOpScope();
-  PythonOpScope(const PythonOpScope&) = delete;
-  PythonOpScope& operator=(const PythonOpScope&) = delete;
-  bool outer;
-};
-
 /// The atexit handler: drains every live engine (see engine_handle.h).
 void shutdown();
 bool shutting_down();
