@@ -42,4 +42,4 @@ PY
 "$venv/bin/python" -m pip install -q --no-build-isolation -C build-dir="$build/python" \
   -C cmake.define.DEPENGINE_WITH_CUDA=OFF ".[test]"
 # pytest exits with 5 when it collects no tests: that is a failure here too.
-"$venv/bin/python" -m pytest -q python/tests
+"$venv/bin/python" -m pytest -q -o cache_dir="$build/pytest-cache" python/tests
