@@ -48,33 +48,52 @@ PythonOpError::PythonOpError(std::string what, PyObject* exception)
   }
 }
 
-PythonOpError PythonOpError::fetch(std::string_view op_name) {
+namespace {
+
+// The exception set in the interpreter, normalized, its traceback attached
+// (a new reference), and clears it.
+PyObject* take_raised_exception() {
+#if PY_VERSION_HEX >= 0x030C0000
+  return PyErr_GetRaisedException();
+#else
   PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
   PyErr_Fetch(&type, &value, &traceback);
   PyErr_NormalizeException(&type, &value, &traceback);
-  if (traceback != nullptr) PyException_SetTraceback(value, traceback);
+  if (traceback != nullptr && value != nullptr) PyException_SetTraceback(value, traceback);
+  Py_XDECREF(type);
+  Py_XDECREF(traceback);
+  return value;
+#endif
+}
+
+}  // namespace
+
+PythonOpError PythonOpError::fetch(std::string_view op_name) {
+  PyObject* value = take_raised_exception();
   std::string what = "depengine: the Python function";
   if (!op_name.empty()) what += " '" + std::string(op_name) + "'";
   what += " raised ";
-  what += type != nullptr ? reinterpret_cast<PyTypeObject*>(type)->tp_name : "an exception";
+  what += value != nullptr ? Py_TYPE(value)->tp_name : "an exception";
   if (PyObject* text = value != nullptr ? PyObject_Str(value) : nullptr) {
     if (const char* s = PyUnicode_AsUTF8(text)) what += std::string(": ") + s;
     Py_DECREF(text);
   }
   PyErr_Clear();
-  Py_XDECREF(type);
-  Py_XDECREF(traceback);
   return PythonOpError(std::move(what), value);
 }
 
 void PythonOpError::restore() const {
   PyObject* value = state_->exception.get();
   if (value != nullptr) {
+    // Python owns it now (see python_op.h): our reference goes to it.
+    value = state_->exception.release();
+#if PY_VERSION_HEX >= 0x030C0000
+    PyErr_SetRaisedException(value);
+#else
     PyObject* type = reinterpret_cast<PyObject*>(Py_TYPE(value));
     Py_INCREF(type);
-    Py_INCREF(value);
     PyErr_Restore(type, value, PyException_GetTraceback(value));
-    state_->exception.reset();  // Python owns it now (see python_op.h)
+#endif
     return;
   }
   if (state_->type.get() != nullptr && state_->args.get() != nullptr && PyTuple_Check(state_->args.get())) {
