@@ -39,7 +39,7 @@ PY
 )
 # shellcheck disable=SC2086
 "$venv/bin/python" -m pip install -q $build_requires
-"$venv/bin/python" -m pip install -q --no-build-isolation -C build-dir="$build/python" \
-  -C cmake.define.DEPENGINE_WITH_CUDA=OFF ".[test]"
+"$venv/bin/python" -m pip install -q --no-build-isolation --config-settings=build-dir="$build/python" \
+  --config-settings=cmake.define.DEPENGINE_WITH_CUDA=OFF ".[test]"
 # pytest exits with 5 when it collects no tests: that is a failure here too.
 "$venv/bin/python" -m pytest -q -o cache_dir="$build/pytest-cache" python/tests
