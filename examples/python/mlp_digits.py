@@ -110,7 +110,7 @@ def main() -> int:
         for i in range(0, len(train), args.batch)
     ]
     mlp = Mlp([64, args.hidden, 10], args.lr, device, engine)
-    first = last = None
+    first = last = 0.0
     start = time.perf_counter()
     for epoch in range(1, args.epochs + 1):
         total = de.zeros((), device=device)
@@ -119,8 +119,9 @@ def main() -> int:
             if args.sync:
                 loss.item()
             de.axpy(1.0 / len(batches), loss, total)
-        last = total.item()  # the epoch's one blocker
-        first = last if first is None else first
+        last = float(total.item())  # the epoch's one blocker
+        if epoch == 1:
+            first = last
         print(f"epoch {epoch}: loss {last:.4f}")
     seconds = time.perf_counter() - start
     logits = mlp.forward(de.array(features[test], device=device)).asnumpy()
