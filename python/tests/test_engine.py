@@ -280,7 +280,12 @@ def test_python_threads_run_while_the_main_thread_blocks(engine):
     # function waits for gets to run.
     v = engine.new_var("v")
     released = threading.Event()
-    engine.push(lambda: released.wait(10) or (_ for _ in ()).throw(TimeoutError()), writes=[v])
+
+    def wait_for_the_timer():
+        if not released.wait(10):
+            raise TimeoutError("the Python thread never ran")
+
+    engine.push(wait_for_the_timer, writes=[v])
     threading.Timer(0.05, released.set).start()
     engine.wait_to_read(v)
 
