@@ -4,9 +4,12 @@ set -euo pipefail
 # libstarpu-dev: core_bench's StarPU peer (optional in CMake); without
 # recommends it adds 37 packages, 13 MB to download, 61 MB installed (Debian 12),
 # and no CUDA.
+# python3-venv, python3-dev: the Python package's virtual environment and
+# headers (scripts/test.sh builds it with pip; nanobind, scikit-build-core,
+# NumPy and pytest come from PyPI).
 packages=(cmake g++ make pkg-config libtbb-dev libboost-dev libgtest-dev libbenchmark-dev
-          libopenblas-dev nlohmann-json3-dev libcli11-dev libxml2-dev python3 chromium
-          libstarpu-dev)
+          libopenblas-dev nlohmann-json3-dev libcli11-dev libxml2-dev python3 python3-venv
+          python3-dev chromium libstarpu-dev)
 if ! dpkg -s "${packages[@]}" >/dev/null 2>&1; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo=sudo
