@@ -39,7 +39,7 @@
 
 #include <depengine/engine.h>
 
-#include "tests/support/random_workload.h"
+#include "bench/support/random_workload.h"
 
 namespace {
 

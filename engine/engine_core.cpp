@@ -6,7 +6,7 @@
 
 #include "devices/device_registry.h"
 #include "engine/op_pool.h"
-#include "engine/wait_signal.h"
+#include "sync/wait_signal.h"
 
 namespace depengine {
 

@@ -8,7 +8,7 @@
 
 #include "engine/engine_core.h"
 #include "engine/op_pool.h"
-#include "engine/wait_signal.h"
+#include "sync/wait_signal.h"
 
 namespace depengine {
 

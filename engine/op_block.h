@@ -13,7 +13,7 @@
 
 #include "depengine/engine.h"
 #include "depengine/executor.h"
-#include "engine/prefetch.h"
+#include "sync/prefetch.h"
 
 namespace depengine {
 class EngineCore;

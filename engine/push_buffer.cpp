@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <thread>
 
-#include "engine/cpu_relax.h"
-#include "engine/prefetch.h"
+#include "sync/cpu_relax.h"
+#include "sync/prefetch.h"
 
 namespace depengine::detail {
 

@@ -52,8 +52,8 @@
 
 #include "engine/dependency_tracker.h"
 #include "engine/op_block.h"
-#include "engine/short_lock.h"
-#include "engine/spin_lock.h"
+#include "sync/short_lock.h"
+#include "sync/spin_lock.h"
 #include "engine/var_state.h"
 
 namespace depengine::detail {

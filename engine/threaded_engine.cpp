@@ -27,7 +27,7 @@
 #include "engine/in_flight_counter.h"
 #include "engine/op_pool.h"
 #include "engine/push_buffers.h"
-#include "engine/wait_signal.h"
+#include "sync/wait_signal.h"
 
 namespace depengine {
 

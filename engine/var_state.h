@@ -10,7 +10,7 @@
 
 #include "depengine/device.h"
 #include "engine/op_block.h"
-#include "engine/spin_lock.h"
+#include "sync/spin_lock.h"
 
 namespace depengine::detail {
 

@@ -12,7 +12,7 @@
 
 #include <depengine/engine.h>
 
-#include "tests/support/random_workload.h"
+#include "bench/support/random_workload.h"
 
 namespace depengine {
 namespace {

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <thread>
 
-#include "engine/cpu_relax.h"
+#include "sync/cpu_relax.h"
 #include "engine/engine_core.h"
 
 namespace depengine::detail {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "engine/asymmetric_fence.h"
+#include "sync/asymmetric_fence.h"
 
 namespace depengine::detail {
 namespace {

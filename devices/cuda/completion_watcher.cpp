@@ -3,7 +3,7 @@
 #include <chrono>
 
 #include "devices/cuda/cuda_check.h"
-#include "engine/cpu_relax.h"
+#include "sync/cpu_relax.h"
 
 namespace depengine::detail {
 

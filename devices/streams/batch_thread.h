@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/cpu_relax.h"
+#include "sync/cpu_relax.h"
 
 namespace depengine::detail {
 

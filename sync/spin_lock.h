@@ -6,7 +6,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "engine/cpu_relax.h"
+#include "sync/cpu_relax.h"
 
 namespace depengine::detail {
 

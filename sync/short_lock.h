@@ -9,7 +9,7 @@
 #include <atomic>
 #include <thread>
 
-#include "engine/cpu_relax.h"
+#include "sync/cpu_relax.h"
 
 namespace depengine::detail {
 

@@ -1,4 +1,4 @@
-#include "engine/profiler/environment_profile.h"
+#include "profiler/environment_profile.h"
 
 #include <atomic>
 #include <cerrno>
@@ -13,9 +13,9 @@
 
 #include "depengine/profiler.h"
 #include "engine/engine_core.h"
-#include "engine/profiler/chrome_trace.h"
-#include "engine/profiler/profile_recorder.h"
-#include "engine/profiler/timeline.h"
+#include "profiler/chrome_trace.h"
+#include "profiler/profile_recorder.h"
+#include "profiler/timeline.h"
 
 namespace depengine::detail {
 namespace {

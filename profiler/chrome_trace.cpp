@@ -1,4 +1,4 @@
-#include "engine/profiler/chrome_trace.h"
+#include "profiler/chrome_trace.h"
 
 #include <map>
 #include <set>

@@ -23,7 +23,7 @@
 #include "depengine/device.h"
 #include "depengine/options.h"
 #include "engine/op_observer.h"
-#include "engine/profiler/thread_buffer.h"
+#include "profiler/thread_buffer.h"
 
 namespace depengine::detail {
 

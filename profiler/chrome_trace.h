@@ -7,7 +7,7 @@
 #include <string>
 
 #include "depengine/profiler.h"
-#include "engine/profiler/timeline.h"
+#include "profiler/timeline.h"
 
 namespace depengine::detail {
 

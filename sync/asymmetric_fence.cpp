@@ -1,4 +1,4 @@
-#include "engine/asymmetric_fence.h"
+#include "sync/asymmetric_fence.h"
 
 #include <cstdio>
 #include <exception>

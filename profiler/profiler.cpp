@@ -7,10 +7,10 @@
 
 #include "depengine/engine.h"
 #include "engine/engine_core.h"
-#include "engine/profiler/chrome_trace.h"
-#include "engine/profiler/key_averages.h"
-#include "engine/profiler/profile_recorder.h"
-#include "engine/profiler/timeline.h"
+#include "profiler/chrome_trace.h"
+#include "profiler/key_averages.h"
+#include "profiler/profile_recorder.h"
+#include "profiler/timeline.h"
 
 namespace depengine {
 

@@ -1,4 +1,4 @@
-#include "engine/profiler/profile_recorder.h"
+#include "profiler/profile_recorder.h"
 
 #include <algorithm>
 #include <tuple>

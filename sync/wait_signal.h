@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <exception>
 
-#include "engine/cpu_relax.h"
+#include "sync/cpu_relax.h"
 
 namespace depengine::detail {
 

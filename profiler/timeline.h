@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "depengine/profiler.h"
-#include "engine/profiler/profile_recorder.h"
+#include "profiler/profile_recorder.h"
 
 namespace depengine::detail {
 

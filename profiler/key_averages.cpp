@@ -1,4 +1,4 @@
-#include "engine/profiler/key_averages.h"
+#include "profiler/key_averages.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "engine/profiler/timeline.h"
+#include "profiler/timeline.h"
 
 #include <algorithm>
 #include <map>
