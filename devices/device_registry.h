@@ -1,10 +1,12 @@
 #pragma once
 // Factories that create devices on first use, by kind (see
-// register_device_factory in depengine/executor.h).
+// register_device_factory in depengine/executor.h); create_device
+// (engine/device_factory.h) is defined with them.
 
 #include <memory>
 
 #include "depengine/executor.h"
+#include "engine/device_factory.h"
 
 namespace depengine::detail {
 
@@ -12,7 +14,5 @@ namespace depengine::detail {
 /// depengine was built without CUDA.
 DeviceFactory cuda_device_factory();
 
-/// The executor of `device` from its kind's factory, or null.
-std::unique_ptr<Executor> create_device(Device device);
 
 }  // namespace depengine::detail

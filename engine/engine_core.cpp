@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
-#include "devices/device_registry.h"
+#include "engine/device_factory.h"
 #include "engine/op_pool.h"
 #include "sync/wait_signal.h"
 

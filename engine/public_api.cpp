@@ -10,7 +10,7 @@
 #include "depengine/executor.h"
 #include "engine/engine_core.h"
 #include "engine/op_block.h"
-#include "profiler/environment_profile.h"
+#include "engine/environment_profile.h"
 
 namespace depengine {
 

@@ -20,7 +20,7 @@
 #include <limits>
 #include <thread>
 
-#include "devices/cpu/cpu_executor.h"
+#include "engine/cpu_workers.h"
 #include "engine/dependency_tracker.h"
 #include "engine/engine_core.h"
 #include "engine/flush_timer.h"
@@ -88,7 +88,7 @@ class ThreadedEngine final : public EngineCore {
         check_interval_(std::clamp<std::size_t>(options.max_ops_in_flight / 8, 1, 64)),
         buffers_(vars_.engine_id()),
         flush_timer_(kFlushPeriod, kMaxFlushPeriod, [this] { return flush_stale(); }) {
-    auto cpu = std::make_unique<detail::CpuExecutor>(*this, resolve_threads(options.cpu_threads));
+    auto cpu = detail::make_cpu_workers(*this, resolve_threads(options.cpu_threads));
     cpu_ = cpu.get();
     add_device(Device::cpu(), std::move(cpu));
   }
@@ -481,7 +481,7 @@ class ThreadedEngine final : public EngineCore {
 
   const std::size_t check_interval_;
   std::atomic<int> external_calls_{0};
-  detail::CpuExecutor* cpu_ = nullptr;
+  detail::CpuWorkers* cpu_ = nullptr;
   detail::InFlightCounter counter_;
   std::atomic<std::uint32_t> epoch_{0};
   std::atomic<int> waiters_{0};     // in wait_all or the destructor

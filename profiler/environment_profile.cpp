@@ -1,4 +1,4 @@
-#include "profiler/environment_profile.h"
+#include "engine/environment_profile.h"
 
 #include <atomic>
 #include <cerrno>

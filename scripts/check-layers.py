@@ -28,13 +28,9 @@ FLOORS = {
     "tests": 9,     # may use anything
 }
 
-# Upward edges that remain, as (including folder, included folder): the CPU
-# path still reaches across engine/ and devices/ (issue 19), and the engine
-# constructor starts the DEPENGINE_PROFILE profile itself.
-KNOWN_UPWARD = {
-    ("engine", "devices"),
-    ("engine", "profiler"),
-}
+# Upward edges that remain, as (including folder, included folder), each
+# to be removed.
+KNOWN_UPWARD = set()
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 

@@ -10,21 +10,6 @@
 namespace depengine::detail {
 namespace {
 
-thread_local const CpuExecutor* t_worker_of = nullptr;
-
-// Marks this thread as running the executor's ops (a worker, or a waiting
-// thread that helps) for as long as it lives.
-class WorkerScope {
- public:
-  explicit WorkerScope(const CpuExecutor* executor) : previous_(t_worker_of) { t_worker_of = executor; }
-  ~WorkerScope() { t_worker_of = previous_; }
-  WorkerScope(const WorkerScope&) = delete;
-  WorkerScope& operator=(const WorkerScope&) = delete;
-
- private:
-  const CpuExecutor* previous_;
-};
-
 // How long a worker keeps looking for work before giving its thread back.
 // Long enough to bridge the gap between two pushes of a busy frontend, short
 // enough that an idle engine goes quiet at once.
@@ -34,22 +19,23 @@ constexpr unsigned kRoundsPerYield = 8;
 
 }  // namespace
 
+std::unique_ptr<CpuWorkers> make_cpu_workers(EngineCore& engine, int threads) {
+  return std::make_unique<CpuExecutor>(engine, threads);
+}
+
 CpuExecutor::CpuExecutor(EngineCore& engine, int threads)
-    : engine_(engine),
-      threads_(threads),
+    : CpuWorkers(threads, static_cast<unsigned>(threads) < std::thread::hardware_concurrency()),
+      engine_(engine),
       // oneTBB caps its pool at the core count; an engine asked for more
       // threads (tests oversubscribe on purpose) raises the cap.
       parallelism_(static_cast<unsigned>(threads) + 1 > std::thread::hardware_concurrency()
                        ? std::make_unique<oneapi::tbb::global_control>(
                              oneapi::tbb::global_control::max_allowed_parallelism, threads + 1)
                        : nullptr),
-      spare_core_(static_cast<unsigned>(threads) < std::thread::hardware_concurrency()),
       arena_(threads, /*reserved_for_masters=*/0),
       queue_(static_cast<std::size_t>(threads)) {}
 
 CpuExecutor::~CpuExecutor() { shutdown(); }
-
-bool CpuExecutor::on_worker_thread() const { return t_worker_of == this; }
 
 void CpuExecutor::submit(ReadyOp op) {
   OpBlock* block = op.block();

@@ -17,6 +17,7 @@
 
 #include "depengine/executor.h"
 #include "devices/cpu/ready_queue.h"
+#include "engine/cpu_workers.h"
 #if DEPENGINE_TSAN
 #include "devices/cpu/tsan_arena.h"
 #endif
@@ -27,31 +28,16 @@ class EngineCore;
 
 namespace depengine::detail {
 
-class CpuExecutor final : public Executor {
+class CpuExecutor final : public CpuWorkers {
  public:
   CpuExecutor(EngineCore& engine, int threads);
   ~CpuExecutor() override;
 
   void submit(ReadyOp op) override;
-  /// Queues several ready ops at once, all of priority 0 and not
-  /// CpuPrioritized (the engine's path for a flushed batch).
-  void submit_plain(OpBlock* const* ops, std::size_t count);
+  void submit_plain(OpBlock* const* ops, std::size_t count) override;
   void shutdown() override;
-
-  /// Runs queued operations on the calling thread (a frontend about to
-  /// block in wait_all) until the queue is empty; returns whether it ran any.
   /// The thread would only sleep otherwise, and ops it runs need no hand-off.
-  /// Does nothing when the workers already have every core.
-  bool help();
-
-  int threads() const { return threads_; }
-  /// True when there are fewer workers than cores: a thread that waits may
-  /// spin or help without taking a worker's core.
-  bool has_spare_core() const { return spare_core_; }
-  /// True when no worker is active: a submit would have to start one.
-  bool idle() const { return active_.load(std::memory_order_seq_cst) == 0; }
-  /// True on a worker thread of this executor.
-  bool on_worker_thread() const;
+  bool help() override;
 
  private:
   static constexpr std::size_t kMaxBatch = 16;
@@ -62,20 +48,17 @@ class CpuExecutor final : public Executor {
   void run_chain(OpBlock* op);
 
   EngineCore& engine_;
-  const int threads_;
   std::unique_ptr<oneapi::tbb::global_control> parallelism_;
-  const bool spare_core_;  // fewer workers than cores: a waiting thread may help
 #if DEPENGINE_TSAN
   TsanArena arena_;
 #else
   oneapi::tbb::task_arena arena_;
 #endif
   ReadyQueue queue_;
-  // Every submit reads active_; a worker that runs out of work writes
-  // spinning_, often when it keeps pace with the frontend: apart, a submit
-  // with one thread (which never reads spinning_) does not miss on it.
-  alignas(64) std::atomic<int> active_{0};    // worker tasks started and not retired
-  alignas(64) std::atomic<int> spinning_{0};  // of those, idly looking for work
+  // A worker that runs out of work writes spinning_, often when it keeps
+  // pace with the frontend: apart from active_ (CpuWorkers), a submit with
+  // one thread (which never reads spinning_) does not miss on it.
+  alignas(64) std::atomic<int> spinning_{0};  // of the active, idly looking for work
   std::atomic<int> running_tasks_{0};         // worker tasks not yet returned
 };
 

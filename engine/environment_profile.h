@@ -9,7 +9,9 @@ class EngineCore;
 
 namespace depengine::detail {
 
-/// Called by the Engine constructor; does nothing unless DEPENGINE_PROFILE is set.
+/// Called by the Engine constructor; does nothing unless DEPENGINE_PROFILE is
+/// set. Declared on the engine's floor, defined by the profiler
+/// (profiler/environment_profile.cpp), which the engine does not include.
 void profile_from_environment(EngineCore& core);
 
 }  // namespace depengine::detail

@@ -1,0 +1,72 @@
+#pragma once
+// CpuWorkers: what the threaded engine asks of its CPU device beyond the
+// Executor interface every device has. It is the one interface between
+// engine/ and devices/cpu/, which implements it (make_cpu_workers): the
+// engine decides when to register pushes from whether workers are active,
+// hands a flushed batch over in one call, and lends a waiting thread.
+// What it asks on every push and completion (idle, on_worker_thread) reads
+// state kept in this base, without a virtual call.
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+
+#include "depengine/executor.h"
+
+namespace depengine {
+class EngineCore;
+}
+
+namespace depengine::detail {
+
+struct OpBlock;
+
+class CpuWorkers : public Executor {
+ public:
+  int threads() const { return threads_; }
+  /// True when there are fewer workers than cores: a thread that waits may
+  /// spin or help without taking a worker's core.
+  bool has_spare_core() const { return spare_core_; }
+  /// True when no worker is active: a submit would have to start one.
+  bool idle() const { return active_.load(std::memory_order_seq_cst) == 0; }
+  /// True on a thread running this device's ops (a worker, or a helper).
+  bool on_worker_thread() const { return t_worker_of == this; }
+
+  /// Queues several ready ops at once, all of priority 0 and not
+  /// CpuPrioritized (the engine's path for a flushed batch).
+  virtual void submit_plain(OpBlock* const* ops, std::size_t count) = 0;
+  /// Runs queued operations on the calling thread (a frontend about to
+  /// block in wait_all) until the queue is empty; returns whether it ran any.
+  /// Does nothing when the workers already have every core.
+  virtual bool help() = 0;
+
+ protected:
+  CpuWorkers(int threads, bool spare_core) : threads_(threads), spare_core_(spare_core) {}
+
+  // Marks the calling thread as running this device's ops for as long as
+  // it lives.
+  class WorkerScope {
+   public:
+    explicit WorkerScope(const CpuWorkers* workers) : previous_(t_worker_of) { t_worker_of = workers; }
+    ~WorkerScope() { t_worker_of = previous_; }
+    WorkerScope(const WorkerScope&) = delete;
+    WorkerScope& operator=(const WorkerScope&) = delete;
+
+   private:
+    const CpuWorkers* previous_;
+  };
+
+  const int threads_;
+  const bool spare_core_;
+  // Every submit reads it: a line of its own.
+  alignas(64) std::atomic<int> active_{0};  // worker tasks started and not retired
+
+ private:
+  static inline thread_local const CpuWorkers* t_worker_of = nullptr;
+};
+
+/// The CPU device of a threaded engine, with `threads` workers (defined in
+/// devices/cpu/).
+std::unique_ptr<CpuWorkers> make_cpu_workers(EngineCore& engine, int threads);
+
+}  // namespace depengine::detail
