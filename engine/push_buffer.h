@@ -54,6 +54,7 @@
 #include "engine/op_block.h"
 #include "sync/short_lock.h"
 #include "sync/spin_lock.h"
+#include "sync/tuning.h"
 #include "engine/var_state.h"
 
 namespace depengine::detail {
@@ -62,8 +63,8 @@ class PushBuffer {
  public:
   /// A batch is sealed when it holds this many operations, or touches this
   /// many variables (whose locks a registration holds together).
-  static constexpr std::size_t kMaxOps = 32;
-  static constexpr std::size_t kMaxVars = 16;
+  static constexpr std::size_t kMaxOps = tuning::kBatchMaxOps;
+  static constexpr std::size_t kMaxVars = tuning::kBatchMaxVars;
 
   /// `sealed_anywhere` counts the sealed batches of every buffer of an
   /// engine: idle workers look there first.
@@ -146,9 +147,8 @@ class PushBuffer {
   // The oldest sealed batches and the current one; one slot stays free so
   // that a batch being registered is never the current one. A frontend that
   // waits for the workers to register (RoomWait::for_workers) keeps pushing
-  // into these slots meanwhile: with 4, fan_out_in lost more to the waits
-  // than it gained (docs/performance.md).
-  static constexpr std::size_t kBatches = 16;
+  // into these slots meanwhile.
+  static constexpr std::size_t kBatches = tuning::kBatchSlots;
 
   // Batches are numbered from 0 as they are started: [oldest_, sealed_end_)
   // are sealed, sealed_end_ is the current one, in slot number % kBatches.

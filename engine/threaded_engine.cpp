@@ -27,6 +27,7 @@
 #include "engine/in_flight_counter.h"
 #include "engine/op_pool.h"
 #include "engine/push_buffers.h"
+#include "sync/tuning.h"
 #include "sync/wait_signal.h"
 
 namespace depengine {
@@ -55,20 +56,13 @@ bool count_down(std::int64_t& countdown, std::size_t interval) {
   return true;
 }
 
-// How long an operation may wait in a PushBuffer that nothing else flushes:
-// between one and two periods. The period is 200 µs, and grows to 800 µs
-// while the timer's ticks find the buffers registered without its help.
-constexpr auto kFlushPeriod = std::chrono::microseconds(200);
-constexpr auto kMaxFlushPeriod = std::chrono::microseconds(800);
-
 // How a frontend that found every batch slot taken waits while a worker
 // registers them, for that worker to free the first (a registration frees a
 // slot within a few microseconds), before it waits on the registration lock
 // for all of them, sleeping after a short spin. With a core of its own it
-// spins (1,024 pauses: about 15 µs on the development VM); otherwise it
-// yields its core, which a worker may need, a few dozen times.
-constexpr PushBuffer::RoomWait kRoomWaitSpinning{.rounds = 1024, .yield = false};
-constexpr PushBuffer::RoomWait kRoomWaitYielding{.rounds = 64, .yield = true};
+// spins; otherwise it yields its core, which a worker may need.
+constexpr PushBuffer::RoomWait kRoomWaitSpinning{.rounds = detail::tuning::kRoomWaitSpinRounds, .yield = false};
+constexpr PushBuffer::RoomWait kRoomWaitYielding{.rounds = detail::tuning::kRoomWaitYieldRounds, .yield = true};
 
 // How it waits when its ops mostly wait for running ones: the same spin, but
 // it then leaves registering to the workers even while none is registering,
@@ -85,9 +79,9 @@ class ThreadedEngine final : public EngineCore {
  public:
   explicit ThreadedEngine(const EngineOptions& options)
       : EngineCore(options),
-        check_interval_(std::clamp<std::size_t>(options.max_ops_in_flight / 8, 1, 64)),
+        check_interval_(std::clamp<std::size_t>(options.max_ops_in_flight / 8, 1, detail::tuning::kBackPressureCheckInterval)),
         buffers_(vars_.engine_id()),
-        flush_timer_(kFlushPeriod, kMaxFlushPeriod, [this] { return flush_stale(); }) {
+        flush_timer_(detail::tuning::kFlushPeriod, detail::tuning::kMaxFlushPeriod, [this] { return flush_stale(); }) {
     auto cpu = detail::make_cpu_workers(*this, resolve_threads(options.cpu_threads));
     cpu_ = cpu.get();
     add_device(Device::cpu(), std::move(cpu));
@@ -315,7 +309,7 @@ class ThreadedEngine final : public EngineCore {
   void dispatch(ReadyList& ready, OpBlock** inline_slot) {
     // Plain CPU ops go to the CPU executor together (a flushed batch makes
     // many ready at once): one hand-over to the workers for all of them.
-    constexpr std::size_t kGroup = 32;
+    constexpr std::size_t kGroup = detail::tuning::kDispatchGroup;
     OpBlock* group[kGroup];
     std::size_t grouped = 0;
     while (!ready.empty()) {

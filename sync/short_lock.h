@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "sync/cpu_relax.h"
+#include "sync/tuning.h"
 
 namespace depengine::detail {
 
@@ -30,7 +31,7 @@ class ShortLock {
   void unlock() { locked_.store(false, std::memory_order_release); }
 
  private:
-  static constexpr int kSpinRounds = 64;
+  static constexpr int kSpinRounds = tuning::kShortLockSpinRounds;
   std::atomic<bool> locked_{false};
 };
 

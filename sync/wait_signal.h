@@ -9,6 +9,7 @@
 #include <exception>
 
 #include "sync/cpu_relax.h"
+#include "sync/tuning.h"
 
 namespace depengine::detail {
 
@@ -22,7 +23,7 @@ class WaitSignal {
 
   /// Returns the error passed to set().
   std::exception_ptr wait() {
-    for (int i = 0; i < 2000 && done_.load(std::memory_order_acquire) == 0; ++i) cpu_relax();
+    for (int i = 0; i < tuning::kWaitSignalSpinRounds && done_.load(std::memory_order_acquire) == 0; ++i) cpu_relax();
     while (done_.load(std::memory_order_acquire) == 0) done_.wait(0, std::memory_order_acquire);
     return error_;
   }

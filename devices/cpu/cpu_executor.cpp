@@ -5,17 +5,14 @@
 #include <thread>
 
 #include "sync/cpu_relax.h"
+#include "sync/tuning.h"
 #include "engine/engine_core.h"
 
 namespace depengine::detail {
 namespace {
 
-// How long a worker keeps looking for work before giving its thread back.
-// Long enough to bridge the gap between two pushes of a busy frontend, short
-// enough that an idle engine goes quiet at once.
-constexpr auto kIdleSpin = std::chrono::microseconds(50);
-// About every 2 us of spinning.
-constexpr unsigned kRoundsPerYield = 8;
+constexpr auto kIdleSpin = tuning::kWorkerIdleSpin;
+constexpr unsigned kRoundsPerYield = tuning::kWorkerRoundsPerYield;
 
 }  // namespace
 

@@ -18,6 +18,7 @@
 #include "depengine/executor.h"
 #include "devices/cpu/ready_queue.h"
 #include "engine/cpu_workers.h"
+#include "sync/tuning.h"
 #if DEPENGINE_TSAN
 #include "devices/cpu/tsan_arena.h"
 #endif
@@ -40,7 +41,7 @@ class CpuExecutor final : public CpuWorkers {
   bool help() override;
 
  private:
-  static constexpr std::size_t kMaxBatch = 16;
+  static constexpr std::size_t kMaxBatch = tuning::kWorkerBatch;
 
   void start_worker_if_needed(std::size_t backlog);
   void worker_loop();

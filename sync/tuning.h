@@ -1,0 +1,66 @@
+#pragma once
+// Every number the engine is tuned by — spin lengths, periods, batch sizes,
+// slot counts — in one place, each with what it trades. The figures that
+// chose them, and how to measure them again, are in docs/performance.md.
+// On the ground floor so that every layer can use them; they are policy,
+// and the mechanisms that use them work with any positive value.
+
+#include <chrono>
+#include <cstddef>
+
+namespace depengine::detail::tuning {
+
+// ---------------------------------------------------------------- batched pushes (engine/push_buffer.h)
+
+/// A batch is sealed at this many ops: more amortises registration further,
+/// but holds ops back longer while a frontend streams.
+inline constexpr std::size_t kBatchMaxOps = 32;
+/// ...or at this many variables, whose locks a registration holds together.
+inline constexpr std::size_t kBatchMaxVars = 16;
+/// Batch slots per frontend (one stays free): enough to keep pushing while
+/// it leaves registration to the workers (4 cost fan_out_in more than it gained).
+inline constexpr std::size_t kBatchSlots = 16;
+
+// ---------------------------------------------------------------- the flush timer (engine/flush_timer.h)
+
+/// How long an op may wait in a batch nothing else flushes: one to two
+/// periods. Shorter wakes a thread on a busy core more often.
+inline constexpr auto kFlushPeriod = std::chrono::microseconds(200);
+/// The period grows to this while ticks find batches flushed by others (a
+/// streaming frontend), so that the timer stays out of the way.
+inline constexpr auto kMaxFlushPeriod = std::chrono::microseconds(800);
+
+// ---------------------------------------------------------------- a frontend waiting for batch slots (engine/threaded_engine.cpp)
+
+/// Pauses a frontend with a core of its own spins for a registrant to free a
+/// slot (about 15 µs on the development VM) before sleeping on its lock.
+inline constexpr int kRoomWaitSpinRounds = 1024;
+/// Yields of a frontend without a spare core, which a worker may need.
+inline constexpr int kRoomWaitYieldRounds = 64;
+
+/// A frontend checks back-pressure every this many pushes (at most an
+/// eighth of the bound): a division per push would cost more than the check saves.
+inline constexpr std::size_t kBackPressureCheckInterval = 64;
+
+// ---------------------------------------------------------------- dispatch and the CPU workers (devices/cpu/)
+
+/// Ready plain CPU ops handed to the CPU device in one call.
+inline constexpr std::size_t kDispatchGroup = 32;
+/// Ops a worker takes from the ready queue at once.
+inline constexpr std::size_t kWorkerBatch = 16;
+/// How long an idle worker keeps looking for work before giving its thread
+/// back to oneTBB: bridges the gap between two pushes of a busy frontend,
+/// short enough that an idle engine goes quiet at once.
+inline constexpr auto kWorkerIdleSpin = std::chrono::microseconds(50);
+/// An idle worker yields every this many rounds (about every 2 µs).
+inline constexpr unsigned kWorkerRoundsPerYield = 8;
+
+// ---------------------------------------------------------------- waiting (sync/)
+
+/// Pauses a blocking call spins (about a microsecond) before sleeping in the
+/// kernel: the answer is often that close.
+inline constexpr int kWaitSignalSpinRounds = 2000;
+/// Pauses before a ShortLock yields: its holders keep it for a few stores.
+inline constexpr int kShortLockSpinRounds = 64;
+
+}  // namespace depengine::detail::tuning
