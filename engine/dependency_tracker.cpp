@@ -44,7 +44,7 @@ bool try_grant(VarState& var, Entry& entry) {
 // turn. A wait reports the error and clears it right here, in queue order,
 // so that the entries granted after it do not see it (as in naive mode).
 void take_input_error(VarState& var, Entry& entry) {
-  if (entry.op->kind == OpKind::WaitSignal) {
+  if (entry.op->kind == OpKind::Wait) {
     entry.error = std::move(var.error);
     var.error = nullptr;
     var.failed.store(false, std::memory_order_release);

@@ -237,7 +237,7 @@ void EngineCore::throw_bad_var(std::string_view op_name, Var var, const char* li
 
 void EngineCore::reject_stale(OpBlock* op, const Entry& stale) {
   std::string message;
-  if (op->kind == OpKind::WaitSignal) {
+  if (op->kind == OpKind::Wait) {
     message = "depengine: " + op->name + " of a deleted variable";
   } else {
     const bool write = stale.write;
@@ -332,7 +332,7 @@ void EngineCore::wait_var(Var var, bool for_write) {
   detail::OpObserver* obs = observer();
   if (obs) [[unlikely]] obs->on_block_begin(call);
   detail::WaitSignal signal;
-  OpBlock* op = make_engine_op(OpKind::WaitSignal, state, var.generation(), for_write, call);
+  OpBlock* op = make_engine_op(OpKind::Wait, state, var.generation(), for_write, call);
   op->signal = &signal;
   submit(op);
   std::exception_ptr error = signal.wait();

@@ -62,7 +62,7 @@ class NaiveEngine final : public EngineCore {
     if (in_own_operation() || t_running == this) {
       // Only a release callback can wait here (ops cannot): at once, as
       // before the ops queued behind what it deletes.
-      if (op->kind == OpKind::WaitSignal) {
+      if (op->kind == OpKind::Wait) {
         run(op);
         return;
       }
@@ -99,7 +99,7 @@ class NaiveEngine final : public EngineCore {
   // Runs one push to completion on this thread (mutex_ held).
   void run(OpBlock* op) {
     switch (op->kind) {
-      case OpKind::WaitSignal: {
+      case OpKind::Wait: {
         detail::WaitSignal* signal = op->signal;
         std::exception_ptr error = take_error(*op->entries.front().var);
         if (error) forget_failures_of(*op->entries.front().var);

@@ -69,7 +69,7 @@ static_assert(sizeof(Entry) == 64, "Entry: one line");
 enum class OpKind : std::uint8_t {
   Sync,        // push
   Async,       // push_async
-  WaitSignal,  // the engine's own marker behind wait_to_read / wait_to_write
+  Wait,        // the engine's own marker behind wait_to_read / wait_to_write
   Delete,      // delete_var
 };
 
@@ -159,6 +159,13 @@ struct alignas(64) OpBlock {
     launch_fence = Fence{};
   }
 };
+
+#if defined(__x86_64__) && defined(__GLIBCXX__)
+// clear_for_reuse resets, field by field, what a use may have set, and skips
+// the cold fields for plain ops: a field added to OpBlock must be reset there
+// too. This fails to remind whoever adds one (update the size with it).
+static_assert(sizeof(OpBlock) == 448, "OpBlock changed: reset the new field in clear_for_reuse");
+#endif
 
 /// Starts loading the lines a thread touches to run or reuse `op`, so that
 /// the cache misses of several blocks that come from another core overlap

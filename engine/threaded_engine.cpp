@@ -160,58 +160,66 @@ class ThreadedEngine final : public EngineCore {
   void submit(OpBlock* op) override {
     if (count_down(t_pushes_to_check, check_interval_) && !in_operation()) apply_back_pressure();
     if (detail::OpObserver* obs = observer()) [[unlikely]] obs->on_push(*op);
-    const bool batched = options_.batch_pushes && (op->kind == OpKind::Sync || op->kind == OpKind::Async) &&
-                         op->device.is_cpu() && !op->entries.empty();
-    PushBuffer* buffer = batched ? buffers_.mine() : nullptr;
-    // With no worker active and nothing held back, batching would only delay
-    // the op: the engine is idle, or this thread pushes now and then.
-    if (buffer == nullptr || (cpu_->idle() && !buffer->maybe_holds_ops())) {
-      register_now(op, buffer);
-      return;
-    }
-    buffer->lock();
-    if (!buffer->claim(*op)) {
-      buffer->unlock();
-      register_now(op, buffer);
-      return;
-    }
-    // Holding the claims: a delete_var that did not see them is seen here.
-    if (const Entry* stale = stale_entry(*op)) [[unlikely]] {
-      buffer->unlock();
-      reject_stale(op, *stale);
-    }
-    const bool was_empty = buffer->empty();
-    buffer->add(op);
-    if (buffer->full()) {
-      // A sealed batch waits for a worker that runs out of work (with none
-      // active, this thread registers everything; with every slot taken, the
-      // oldest batch): registering is a good part of a push's cost, better
-      // paid by a worker than by the frontend that feeds them.
-      const bool idle = cpu_->idle();
-      const bool sealed = !idle && buffer->seal();
-      buffer->unlock();
-      if (idle) {
-        flush(*buffer);
-      } else if (!sealed) {
-        // Sleeping on the registrant's lock would cost this thread, the one
-        // that feeds the workers, a wake-up, and the registrant a syscall.
-        const PushBuffer::RoomWait wait = !cpu_->has_spare_core() ? kRoomWaitYielding
-                                          : leave_to_workers(*buffer)  ? kRoomWaitForWorkers
-                                                                       : kRoomWaitSpinning;
-        register_with([&](ReadyList& ready) { return buffer->seal_making_room(ready, wait); });
-      }
-      return;
-    }
-    if (cpu_->idle()) {
-      buffer->unlock();
-      flush(*buffer);
-      return;
-    }
-    buffer->unlock();
-    if (was_empty) flush_timer_.arm();
+    PushBuffer* buffer = buffer_for(*op);
+    if (buffer == nullptr || !batch(op, *buffer)) register_now(op, buffer);
   }
 
  private:
+  // This thread's buffer when `op` may wait in a batch (a CPU op with
+  // variables, batching on), else null.
+  PushBuffer* buffer_for(const OpBlock& op) {
+    const bool batched = options_.batch_pushes && (op.kind == OpKind::Sync || op.kind == OpKind::Async) &&
+                         op.device.is_cpu() && !op.entries.empty();
+    return batched ? buffers_.mine() : nullptr;
+  }
+
+  // The frontend's policy: adds `op` to `buffer`'s current batch, then
+  // registers or seals the batch as the workers' state says. False, with
+  // nothing done, when `op` must be registered at once instead.
+  bool batch(OpBlock* op, PushBuffer& buffer) {
+    // With no worker active and nothing held back, batching would only delay
+    // the op: the engine is idle, or this thread pushes now and then.
+    if (cpu_->idle() && !buffer.maybe_holds_ops()) return false;
+    buffer.lock();
+    if (!buffer.claim(*op)) {  // another thread's batch holds one of its variables
+      buffer.unlock();
+      return false;
+    }
+    // Holding the claims: a delete_var that did not see them is seen here.
+    if (const Entry* stale = stale_entry(*op)) [[unlikely]] {
+      buffer.unlock();
+      reject_stale(op, *stale);
+    }
+    const bool was_empty = buffer.empty();
+    buffer.add(op);
+    const bool full = buffer.full();
+    // A full batch is sealed, to wait for a worker that runs out of work:
+    // registering is a good part of a push's cost, better paid by a worker
+    // than by the frontend that feeds them.
+    const bool idle = cpu_->idle();
+    const bool sealed = full && !idle && buffer.seal();
+    buffer.unlock();
+    if (idle) {
+      flush(buffer);  // no worker would run it sooner
+    } else if (full && !sealed) {
+      // Every slot is taken: make room by registering the oldest batch, or
+      // by waiting for a worker that does.
+      const PushBuffer::RoomWait wait = room_wait(buffer);
+      register_with([&](ReadyList& ready) { return buffer.seal_making_room(ready, wait); });
+    } else if (!full && was_empty) {
+      flush_timer_.arm();
+    }
+    return true;
+  }
+
+  // How a frontend that found every slot of `buffer` taken waits for room.
+  // Sleeping on the registrant's lock would cost this thread, the one that
+  // feeds the workers, a wake-up, and the registrant a syscall.
+  PushBuffer::RoomWait room_wait(const PushBuffer& buffer) const {
+    if (!cpu_->has_spare_core()) return kRoomWaitYielding;
+    return leave_to_workers(buffer) ? kRoomWaitForWorkers : kRoomWaitSpinning;
+  }
+
   // Counts the push of `op` (a buffered one is counted by its PushBuffer)
   // and registers it in its variables' queues now, after the buffered ops
   // its variables may wait behind: the caller's own (`own`, program order)
@@ -315,7 +323,7 @@ class ThreadedEngine final : public EngineCore {
     while (!ready.empty()) {
       OpBlock* op = ready.pop();
       switch (op->kind) {
-        case OpKind::WaitSignal: {
+        case OpKind::Wait: {
           // Taken over from the variable when the wait was granted.
           std::exception_ptr error = std::move(op->entries.front().error);
           if (error) [[unlikely]] forget_failures_of(*op->entries.front().var);
