@@ -14,6 +14,8 @@
 
 #include <depengine/engine.h>
 
+#include "tests/support/message_of.h"
+
 namespace depengine {
 namespace {
 
@@ -24,16 +26,6 @@ class Errors : public ::testing::TestWithParam<EngineKind> {
 
 INSTANTIATE_TEST_SUITE_P(Engines, Errors, ::testing::Values(EngineKind::Threaded, EngineKind::Naive),
                          [](const auto& info) { return info.param == EngineKind::Naive ? "Naive" : "Threaded"; });
-
-template <class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST_P(Errors, MisuseIsRejectedWithAClearMessageAndNothingRuns) {
   Engine engine(options());

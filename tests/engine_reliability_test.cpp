@@ -18,6 +18,8 @@
 
 #include <depengine/c_api.h>
 #include <depengine/engine.h>
+
+#include "tests/support/message_of.h"
 #include <depengine/executor.h>
 
 namespace depengine {
@@ -43,16 +45,6 @@ INSTANTIATE_TEST_SUITE_P(Engines, Reliability,
                            if (info.param.kind == EngineKind::Naive) return std::string("Naive");
                            return std::string(info.param.batch_pushes ? "Batched" : "Unbatched");
                          });
-
-template <class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
 
 // ---------------------------------------------------------------- push against delete_var
 
