@@ -8,8 +8,7 @@
 //
 // While ticks find operations waiting but nothing to flush (registrations
 // keep coming: a frontend streams), the period doubles up to a maximum:
-// each tick wakes this thread on a core that a frontend or worker is using,
-// and on a 2-core machine ticks every 200 µs cost a streaming frontend ~5%.
+// each tick wakes this thread on a core that a frontend or worker is using.
 // A tick that flushes, and disarming, bring the period back to the base.
 
 #include <algorithm>

@@ -67,9 +67,9 @@ constexpr PushBuffer::RoomWait kRoomWaitYielding{.rounds = detail::tuning::kRoom
 // How it waits when its ops mostly wait for running ones: the same spin, but
 // it then leaves registering to the workers even while none is registering,
 // since registering behind running ops pulls their variables' lines away from
-// the workers that complete them (stencil_1d with one worker: 0.77 of the time).
-// Only with a core of its own: yielding to the workers instead cost
-// fan_out_in with two workers 1.19 times (docs/performance.md).
+// the workers that complete them. Only with a core of its own: without one,
+// yielding to the workers costs the workloads whose ops do not wait more
+// than it gains.
 constexpr PushBuffer::RoomWait kRoomWaitForWorkers{
     .rounds = kRoomWaitSpinning.rounds, .yield = false, .for_workers = true};
 
