@@ -55,10 +55,12 @@ Cost binary(const char* name, detail::BinaryOp op, const Tensor& a, const Tensor
   detail::require_shape(name, "out", out, sa);
   // With an empty b (and so an empty a) there is nothing to compute.
   const std::int64_t n = a.numel(), nb = b.numel();
-  const auto& backend = detail::backend_for(out.device());
+  detail::backend_for(out.device());  // throws here, at push, for a device without a backend
+  // The backend is found again when it runs: with it, the closure would
+  // outgrow what an operation stores without allocating.
   push_op(name, out.engine(), out.device(), Access().read(a).read(b).write(out),
-          [&backend, op, t = out.dtype(), pa = a.data(), pb = b.data(), nb, po = out.data(), n](RunContext& ctx) {
-            if (nb > 0) backend.binary(op, t, pa, pb, nb, po, n, ctx.stream);
+          [op, t = out.dtype(), pa = a.data(), pb = b.data(), nb, po = out.data(), n](RunContext& ctx) {
+            if (nb > 0) detail::backend_for(ctx.device).binary(op, t, pa, pb, nb, po, n, ctx.stream);
           });
   return {static_cast<double>(n), bytes_of(2 * n + nb, out.dtype())};
 }
