@@ -16,11 +16,20 @@
 //   fan_out_in   one writer, 64 readers, one writer, repeated
 //   stencil_1d   width 16: op (t, i) reads cells i-1, i, i+1 of step t-1
 //   random_rw    the differential tests' random workload
+//
+// --busy_threads=N (contended mode): N threads of this process spin without
+// pause through every benchmark, started in its setup and stopped in its
+// teardown, whatever the system — a neighbour that wants the cores too.
 
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
+#include <thread>
 #include <map>
 #include <span>
 #include <string>
@@ -336,6 +345,60 @@ void run_starpu(benchmark::State& state, Workload (*make)(int)) {
 }
 #endif
 
+// The contended mode's neighbours.
+struct BusyNeighbours {
+  int count = 0;
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+
+  void start() {
+    stop.store(false);
+    for (int i = 0; i < count; ++i) {
+      threads.emplace_back([this] {
+        while (!stop.load(std::memory_order_relaxed)) {
+        }
+      });
+    }
+  }
+  void join() {
+    stop.store(true);
+    for (std::thread& t : threads) t.join();
+    threads.clear();
+  }
+};
+BusyNeighbours g_busy;
+
+void start_busy(const benchmark::State&) { g_busy.start(); }
+void stop_busy(const benchmark::State&) { g_busy.join(); }
+// Applied to every benchmark: the neighbours, in contended mode.
+void contended(benchmark::internal::Benchmark* b) {
+  if (g_busy.count > 0) b->Setup(start_busy)->Teardown(stop_busy);
+}
+
+// Takes --busy_threads=N out of argv (Google Benchmark rejects flags it does
+// not know); returns N, 0 without the flag.
+int take_busy_threads(int& argc, char** argv) {
+  constexpr std::string_view flag = "--busy_threads=";
+  int busy = 0, kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg(argv[i]);
+    if (arg.substr(0, flag.size()) != flag) {
+      argv[kept++] = argv[i];
+      continue;
+    }
+    const std::string value(arg.substr(flag.size()));
+    char* end = nullptr;
+    const long n = std::strtol(value.c_str(), &end, 10);
+    if (value.empty() || *end != '\0' || n < 0 || n > 256) {
+      std::fprintf(stderr, "core_bench: --busy_threads takes a number from 0 to 256, not '%s'\n", value.c_str());
+      std::exit(2);
+    }
+    busy = static_cast<int>(n);
+  }
+  argc = kept;
+  return busy;
+}
+
 void register_all() {
   const std::pair<const char*, Workload (*)(int)> workloads[] = {
       {"chain", chain}, {"independent", independent}, {"fan_out_in", fan_out_in},
@@ -343,18 +406,18 @@ void register_all() {
   for (const auto& [name, make] : workloads) {
     const std::string prefix(name);
     benchmark::RegisterBenchmark((prefix + "/depengine").c_str(), run_engine, make, EngineKind::Threaded, true)
-        ->Arg(1)->Arg(2)->UseRealTime();
+        ->Arg(1)->Arg(2)->UseRealTime()->Apply(contended);
     // Each push registered at once: what batching buys, in the same run.
     benchmark::RegisterBenchmark((prefix + "/depengine_unbatched").c_str(), run_engine, make, EngineKind::Threaded,
                                  false)
-        ->Arg(1)->Arg(2)->UseRealTime();
+        ->Arg(1)->Arg(2)->UseRealTime()->Apply(contended);
     benchmark::RegisterBenchmark((prefix + "/naive").c_str(), run_engine, make, EngineKind::Naive, true)
-        ->Arg(1)->UseRealTime();
+        ->Arg(1)->UseRealTime()->Apply(contended);
     benchmark::RegisterBenchmark((prefix + "/tbb_flow_graph").c_str(), run_tbb_flow_graph, make)
-        ->Arg(1)->Arg(2)->UseRealTime();
-    benchmark::RegisterBenchmark((prefix + "/omp_task").c_str(), run_omp_task, make)->Arg(1)->Arg(2)->UseRealTime();
+        ->Arg(1)->Arg(2)->UseRealTime()->Apply(contended);
+    benchmark::RegisterBenchmark((prefix + "/omp_task").c_str(), run_omp_task, make)->Arg(1)->Arg(2)->UseRealTime()->Apply(contended);
 #ifdef DEPENGINE_BENCH_HAVE_STARPU
-    benchmark::RegisterBenchmark((prefix + "/starpu").c_str(), run_starpu, make)->Arg(1)->Arg(2)->UseRealTime();
+    benchmark::RegisterBenchmark((prefix + "/starpu").c_str(), run_starpu, make)->Arg(1)->Arg(2)->UseRealTime()->Apply(contended);
 #endif
   }
 }
@@ -362,6 +425,7 @@ void register_all() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  g_busy.count = take_busy_threads(argc, argv);
   register_all();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

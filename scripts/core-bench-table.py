@@ -15,6 +15,12 @@ measured 2-5x slower than in a fresh process).
     scripts/core-bench-table.py [--binary build/bench/core_bench] [--runs 3]
         [--repetitions 7] [--min-time 0.3] [--workloads REGEX]
         [--systems depengine,depengine_unbatched,naive,tbb_flow_graph,omp_task]
+        [--busy N] [--processes K]
+
+Contended modes, applied to every system alike: --busy N runs N threads that
+spin without pause beside every benchmark (core_bench --busy_threads=N);
+--processes K runs K copies of each system's process at once, as K programs
+sharing the machine would, and reports the median of their medians.
 
 depengine_unbatched is depengine with EngineOptions::batch_pushes off: its
 column in the ratio table is what batching buys, measured in the same run.
@@ -46,17 +52,25 @@ def run_system(args, system):
         f"--benchmark_repetitions={args.repetitions}",
         "--benchmark_report_aggregates_only=true",
         "--benchmark_format=json",
+        f"--busy_threads={args.busy}",
     ]
-    output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
-    medians = {}
-    for bench in json.loads(output).get("benchmarks", []):
-        # With one repetition Google Benchmark reports no aggregates.
-        wanted = "iteration" if args.repetitions == 1 else "aggregate"
-        if bench["run_type"] != wanted or bench.get("aggregate_name", "median") != "median":
-            continue
-        workload, system, threads = bench["run_name"].split("/")[:3]
-        medians[(workload, system, int(threads))] = bench["ns_per_op"]
-    return medians
+    copies = [subprocess.Popen(command, stdout=subprocess.PIPE, text=True) for _ in range(args.processes)]
+    outputs = []
+    for copy in copies:
+        output, _ = copy.communicate()
+        if copy.returncode != 0:
+            raise subprocess.CalledProcessError(copy.returncode, command)
+        outputs.append(output)
+    samples = defaultdict(list)
+    for output in outputs:
+        for bench in json.loads(output).get("benchmarks", []):
+            # With one repetition Google Benchmark reports no aggregates.
+            wanted = "iteration" if args.repetitions == 1 else "aggregate"
+            if bench["run_type"] != wanted or bench.get("aggregate_name", "median") != "median":
+                continue
+            workload, name, threads = bench["run_name"].split("/")[:3]
+            samples[(workload, name, int(threads))].append(bench["ns_per_op"])
+    return {key: statistics.median(values) for key, values in samples.items()}
 
 
 def fmt(ns):
@@ -72,9 +86,13 @@ def main():
     parser.add_argument("--workloads", default="|".join(WORKLOADS), help="regex of workload names")
     parser.add_argument("--systems", default="depengine,depengine_unbatched,naive,tbb_flow_graph,omp_task",
                         help="comma-separated; starpu where it was built")
+    parser.add_argument("--busy", type=int, default=0, help="busy threads beside every benchmark")
+    parser.add_argument("--processes", type=int, default=1, help="copies of each system run at once")
     args = parser.parse_args()
     if args.runs < 1 or args.repetitions < 1:
         parser.error("--runs and --repetitions must be at least 1")
+    if args.busy < 0 or args.processes < 1:
+        parser.error("--busy must be at least 0 and --processes at least 1")
 
     runs = []
     for i in range(args.runs):
