@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <thread>
@@ -81,6 +82,39 @@ TEST_P(Differential, MatchesTheNaiveEngineBitForBit) {
     ASSERT_EQ(actual.values, expected.values) << "seed " << seed;
     for (int i = 0; i < kOps; ++i) ASSERT_EQ(actual.records[i], expected.records[i]) << "seed " << seed << " op " << i;
   }
+}
+
+// The same with neighbours that want every core: threads that spin without
+// pause, as a busy machine's other programs do, so that the engine's threads
+// are descheduled at any point (waits for room, idle spins, hand-offs).
+TEST(DifferentialBusyNeighbours, MatchesTheNaiveEngineWithTheCoresTaken) {
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> neighbours;
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  for (unsigned i = 0; i < cores; ++i) {
+    neighbours.emplace_back([&] {
+      while (!stop.load(std::memory_order_relaxed)) {
+      }
+    });
+  }
+  for (int seed = 1; seed <= 4; ++seed) {
+    for (const auto [workers, pushers] : {std::pair{1, 1}, std::pair{2, 2}}) {
+      const auto ops = testing::make_random_ops(seed * 104729 + workers, kVars, kOps / 3, 1 + seed % 4);
+      const RunResult expected = run({.kind = EngineKind::Naive, .read_environment = false}, ops, 1, false);
+      const RunResult actual = run({.kind = EngineKind::Threaded, .cpu_threads = workers,
+                                    .max_ops_in_flight = seed % 2 ? 64u : 1u << 16, .read_environment = false},
+                                   ops, pushers, seed % 2 == 0);
+      EXPECT_EQ(actual.values, expected.values) << "seed " << seed << ", " << workers << " workers";
+      for (std::size_t i = 0; i < ops.size(); ++i) {
+        if (actual.records[i] != expected.records[i]) {
+          ADD_FAILURE() << "seed " << seed << " op " << i;
+          break;
+        }
+      }
+    }
+  }
+  stop.store(true);
+  for (std::thread& t : neighbours) t.join();
 }
 
 // Concurrent pushers on disjoint written variables, all reading a shared set
