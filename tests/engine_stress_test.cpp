@@ -3,6 +3,7 @@
 // across many engines, and a long error loop that only wait_to_read reports.
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <atomic>
 #include <chrono>
@@ -125,6 +126,28 @@ TEST(Stress, IdleEngineGoesQuiet) {
     engine.wait_to_read(v);
   }
   EXPECT_EQ(value, 5);
+}
+
+// An idle engine uses no CPU: once its work is done and its workers have
+// retired, nothing of it spins or ticks (getrusage over an idle second).
+TEST(Stress, AnIdleEngineUsesNoCpu) {
+  Engine engine({.cpu_threads = 2, .read_environment = false});
+  Var v = engine.new_var();
+  for (int i = 0; i < 10000; ++i) engine.push([](RunContext&) {}, {}, {v});
+  engine.wait_all();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // workers retire, the flush timer disarms
+  auto cpu_seconds = [] {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
+    return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+  };
+  const double before = cpu_seconds();
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const double used = cpu_seconds() - before;
+  EXPECT_LT(used, 0.05) << "an idle engine used " << used << " s of CPU in one second";
+  engine.push([](RunContext&) {}, {}, {v});  // and it still runs new work
+  engine.wait_all();
 }
 
 // A submit racing with the last worker going to sleep (after 50 us without
