@@ -38,6 +38,7 @@ struct CommState {
   // calls from several threads keep one order.
   std::mutex push_mutex;
   std::uint64_t calls = 0;
+  std::size_t piece_bytes = 0;
 };
 
 }  // namespace detail
@@ -53,34 +54,37 @@ using Kind = detail::Exchange::Kind;
   throw std::invalid_argument(std::string("depengine::Communicator::") + op + ": " + why);
 }
 
-// Hands its exchange to the group when the operation runs. If the
+// Hands its exchanges (the pieces of one operation) to the group when the
+// operation runs; the operation completes once all of them ended. If the
 // operation never runs (the engine skips it because an input failed), the
-// destructor tells the group, which still takes part in the exchange's
-// metadata step, so that the other processes fail it too instead of waiting.
+// destructor tells the group, which still takes part in the exchanges'
+// metadata step, so that the other processes fail them too instead of waiting.
 class ExchangeStarter {
  public:
-  ExchangeStarter(ProcessGroup& group, std::uint64_t number, const Exchange& exchange)
-      : group_(&group), number_(number), exchange_(exchange) {}
+  ExchangeStarter(ProcessGroup& group, std::uint64_t first, std::vector<Exchange> pieces)
+      : group_(&group), first_(first), pieces_(std::move(pieces)) {}
   ExchangeStarter(ExchangeStarter&& other) noexcept
-      : group_(std::exchange(other.group_, nullptr)), number_(other.number_), exchange_(other.exchange_) {}
+      : group_(std::exchange(other.group_, nullptr)), first_(other.first_), pieces_(std::move(other.pieces_)) {}
   ExchangeStarter& operator=(ExchangeStarter&&) = delete;
   ~ExchangeStarter() {
-    if (group_) group_->skip(number_, exchange_);
+    if (group_ == nullptr) return;
+    for (std::size_t i = 0; i < pieces_.size(); ++i) group_->skip(first_ + i, pieces_[i]);
   }
 
   void start(Completion done) {
-    std::exchange(group_, nullptr)->start(number_, exchange_, detail::ExchangeDone(std::move(done)));
+    ProcessGroup* group = std::exchange(group_, nullptr);
+    auto join = std::make_shared<detail::ExchangeJoin>(std::move(done), static_cast<int>(pieces_.size()));
+    for (std::size_t i = 0; i < pieces_.size(); ++i) group->start(first_ + i, pieces_[i], detail::ExchangeDone(join));
   }
 
  private:
   ProcessGroup* group_;
-  std::uint64_t number_;
-  Exchange exchange_;
+  std::uint64_t first_;
+  std::vector<Exchange> pieces_;
 };
 
 // FNV-1a over what every process must agree on for one exchange.
-std::uint64_t signature(Kind kind, DType dtype, std::int64_t count, int local, int root, ReduceOp op,
-                        int part) {
+std::uint64_t signature(Kind kind, DType dtype, std::int64_t count, int local, int root, ReduceOp op, int part) {
   std::uint64_t h = 14695981039346656037ull;
   for (std::uint64_t v : {std::uint64_t(kind), std::uint64_t(dtype), std::uint64_t(count), std::uint64_t(local),
                           std::uint64_t(root), std::uint64_t(op), std::uint64_t(part)}) {
@@ -113,7 +117,6 @@ void require_tensors(const char* op, const Engine& engine, const std::vector<Ten
       fail(op, std::string("the ") + what + " differ: " + first.describe() + " and " + t.describe());
     }
   }
-  if (first.numel() > INT_MAX) fail(op, first.describe() + " has more elements than MPI counts (2^31 - 1)");
 }
 
 void require_distinct(const char* op, std::initializer_list<const std::vector<Tensor>*> lists) {
@@ -140,10 +143,31 @@ PushOptions on_device_of(const Tensor& t, const PushOptions& options, std::strin
           .property = t.device().is_cpu() ? OpProperty::Normal : OpProperty::DeviceToDevice};
 }
 
-void push_exchange(CommState& s, std::uint64_t number, const Exchange& exchange, VarList reads, VarList writes,
-                   const PushOptions& options, std::string_view name) {
+// `whole` cut into pieces of at most `piece_bytes` (at least one piece,
+// also for no elements), each signed with its index.
+std::vector<Exchange> pieces_of(const Exchange& whole, std::size_t piece_bytes) {
+  const std::int64_t per_piece = std::clamp<std::int64_t>(
+      static_cast<std::int64_t>(piece_bytes / dtype_size(whole.dtype)), 1, INT_MAX);
+  std::vector<Exchange> pieces;
+  std::int64_t at = 0;
+  do {
+    Exchange p = whole;
+    p.count = std::min(per_piece, whole.count - at);
+    p.data = static_cast<char*>(whole.data) + at * static_cast<std::int64_t>(dtype_size(whole.dtype));
+    p.signature = whole.signature ^ (0x9e3779b97f4a7c15ull * (pieces.size() + 1));
+    pieces.push_back(p);
+    at += p.count;
+  } while (at < whole.count);
+  return pieces;
+}
+
+// One asynchronous operation that hands `pieces` to the group once its
+// variables are ready; numbers them first.
+void push_exchanges(CommState& s, std::vector<Exchange> pieces, VarList reads, VarList writes,
+                    const PushOptions& options, std::string_view name) {
+  const std::uint64_t first = s.group->reserve(pieces.size());
   s.engine->push_async(
-      [starter = ExchangeStarter(*s.group, number, exchange)](RunContext&, Completion done) mutable {
+      [starter = ExchangeStarter(*s.group, first, std::move(pieces))](RunContext&, Completion done) mutable {
         starter.start(std::move(done));
       },
       reads, writes, {.priority = options.priority, .name = name, .property = OpProperty::CpuPrioritized});
@@ -151,10 +175,14 @@ void push_exchange(CommState& s, std::uint64_t number, const Exchange& exchange,
 
 }  // namespace
 
-Communicator Communicator::world(Engine& engine) {
+Communicator Communicator::world(Engine& engine, const CommOptions& options) {
+  if (options.bucket_bytes == 0 || options.piece_bytes == 0) {
+    throw std::invalid_argument("depengine::Communicator::world: bucket_bytes and piece_bytes must not be 0");
+  }
   auto state = std::make_shared<CommState>();
   state->engine = &engine;
-  state->group = detail::make_world_group();
+  state->piece_bytes = options.piece_bytes;
+  state->group = detail::make_world_group(options);
   return Communicator(std::move(state));
 }
 
@@ -187,19 +215,19 @@ void Communicator::allreduce(std::vector<Tensor> tensors, ReduceOp op, const Pus
 
   std::lock_guard lock(s.push_mutex);
   const std::uint64_t call = s.calls++;
-  const std::uint64_t first = processes > 1 ? s.group->reserve(static_cast<std::uint64_t>(local)) : 0;
-  auto exchange_of = [&](void* data, std::int64_t offset, std::int64_t count, int part) {
-    return Exchange{.kind = Kind::allreduce,
-                    .call = call,
-                    .data = static_cast<char*>(data) + offset * static_cast<std::int64_t>(dtype_size(dtype)),
-                    .count = count,
-                    .dtype = dtype,
-                    .signature = signature(Kind::allreduce, dtype, n, local, 0, op, part)};
+  auto pieces_for = [&](void* data, std::int64_t offset, std::int64_t count, int part) {
+    return pieces_of(Exchange{.kind = Kind::allreduce,
+                              .call = call,
+                              .data = static_cast<char*>(data) + offset * static_cast<std::int64_t>(dtype_size(dtype)),
+                              .count = count,
+                              .dtype = dtype,
+                              .signature = signature(Kind::allreduce, dtype, n, local, 0, op, part)},
+                     s.piece_bytes);
   };
 
   if (local == 1) {
     const Tensor& x = tensors[0];
-    if (processes > 1) push_exchange(s, first, exchange_of(x.data(), 0, n, 0), {}, {x.var()}, options, name);
+    if (processes > 1) push_exchanges(s, pieces_for(x.data(), 0, n, 0), {}, {x.var()}, options, name);
     if (factor != 1.0) {
       engine.push([dtype, p = x.data(), factor, n](RunContext&) { detail::host_math::scale(dtype, p, factor, 0, n); },
                   {}, {x.var()}, on_device_of(x, options, name));
@@ -242,10 +270,7 @@ void Communicator::allreduce(std::vector<Tensor> tensors, ReduceOp op, const Pus
     const int owner = mod(c - 1, local);
     const Tensor& t = tensors[static_cast<std::size_t>(owner)];
     const Var v = chunk[static_cast<std::size_t>(owner)][static_cast<std::size_t>(c)];
-    if (processes > 1) {
-      push_exchange(s, first + static_cast<std::uint64_t>(c), exchange_of(t.data(), chunk_begin(c), chunk_size(c), c),
-                    {}, {v}, options, name);
-    }
+    if (processes > 1) push_exchanges(s, pieces_for(t.data(), chunk_begin(c), chunk_size(c), c), {}, {v}, options, name);
     if (factor != 1.0 && chunk_size(c) > 0) {
       engine.push([dtype, p = t.data(), factor, offset = chunk_begin(c), count = chunk_size(c)](
                       RunContext&) { detail::host_math::scale(dtype, p, factor, offset, count); },
@@ -285,7 +310,7 @@ void Communicator::broadcast(std::vector<Tensor> tensors, int root_process, cons
                      .root = root_process,
                      .signature = signature(Kind::broadcast, source.dtype(), source.numel(), local, root_process,
                                             ReduceOp::sum, 0)};
-    push_exchange(s, s.group->reserve(1), e, {}, {source.var()}, options, name);
+    push_exchanges(s, pieces_of(e, s.piece_bytes), {}, {source.var()}, options, name);
   }
   for (int i = 1; i < local; ++i) {
     const Tensor& dst = tensors[static_cast<std::size_t>(i)];
@@ -343,7 +368,7 @@ void Communicator::allgather(std::vector<Tensor> inputs, std::vector<Tensor> out
                      .count = local * n,
                      .dtype = dtype,
                      .signature = signature(Kind::allgather, dtype, n, local, 0, ReduceOp::sum, 0)};
-    push_exchange(s, s.group->reserve(1), e, {}, {gathered.var()}, options, name);
+    push_exchanges(s, {e}, {}, {gathered.var()}, options, name);
   }
   for (int i = 1; i < local; ++i) {
     const Tensor& dst = outputs[static_cast<std::size_t>(i)];
@@ -371,6 +396,7 @@ void Communicator::reduce_scatter(std::vector<Tensor> inputs, std::vector<Tensor
     fail("reduce_scatter", std::to_string(inputs.size()) + " inputs but " + std::to_string(outputs.size()) +
                                " outputs (one of each per local device)");
   }
+  if (inputs[0].numel() > INT_MAX) fail("reduce_scatter", "the inputs have more elements than MPI counts (2^31 - 1)");
   if (outputs[0].dtype() != dtype || inputs[0].numel() != ranks * n) {
     fail("reduce_scatter", "each input must hold " + std::to_string(ranks) + " ranks x " + std::to_string(n) +
                                " elements of the outputs' dtype, got " + inputs[0].describe() + " for outputs " +
@@ -406,7 +432,7 @@ void Communicator::reduce_scatter(std::vector<Tensor> inputs, std::vector<Tensor
                      .count = local * n,
                      .dtype = dtype,
                      .signature = signature(Kind::reduce_scatter, dtype, n, local, 0, op, 0)};
-    push_exchange(s, s.group->reserve(1), e, {local_sum.var()}, {mine.var()}, options, name);
+    push_exchanges(s, {e}, {local_sum.var()}, {mine.var()}, options, name);
   }
   for (int j = 0; j < local; ++j) {
     const Tensor& dst = outputs[static_cast<std::size_t>(j)];
@@ -422,14 +448,15 @@ void Communicator::reduce_scatter(std::vector<Tensor> inputs, std::vector<Tensor
 void Communicator::barrier() {
   CommState& s = *state_;
   if (s.group->size() == 1) return;
-  auto waiter = std::make_shared<std::promise<void>>();
-  std::future<void> reached = waiter->get_future();
+  std::promise<void> waiter;
+  std::future<void> reached = waiter.get_future();
+  auto join = std::make_shared<detail::ExchangeJoin>(std::move(waiter), 1);
   {
     std::lock_guard lock(s.push_mutex);
     const Exchange e{.kind = Kind::barrier,
                      .call = s.calls++,
                      .signature = signature(Kind::barrier, DType::float32, 0, 0, 0, ReduceOp::sum, 0)};
-    s.group->start(s.group->reserve(1), e, detail::ExchangeDone(std::move(waiter)));
+    s.group->start(s.group->reserve(1), e, detail::ExchangeDone(std::move(join)));
   }
   reached.get();
 }

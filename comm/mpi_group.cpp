@@ -1,27 +1,36 @@
 // MpiGroup: the processes of MPI_COMM_WORLD, and the progress thread that
 // starts their exchanges in number order.
 //
-// Two duplicates of MPI_COMM_WORLD: `control_` carries the metadata step of
-// each exchange, `data_` the exchange itself. Both see exchanges in number
-// order, so the collectives on each communicator are issued in the same
-// order on every process, while the metadata of exchange k+1 may already
-// travel as the data of exchange k does.
+// Exchanges go to MPI in *buckets*: runs of consecutive exchanges, one or
+// more. Before each bucket, the processes agree on it in a metadata step on
+// `control_` (a duplicate of MPI_COMM_WORLD): each proposes the longest run
+// from the bucket's first number that is ready here and fusable (small
+// allreduces of one dtype, within the bucket size), with the signature of
+// each member; a user-defined reduction keeps the shortest proposal, checks
+// that the signatures agree, and ANDs one "inputs healthy" bit per process.
+// Every process so computes the same bucket and the same verdict, and then
+// starts the bucket on `data_` — in place for one exchange, through a packed
+// buffer for several. Buckets follow one another in number order on both
+// communicators, so every process issues the same collectives in the same
+// order; while a bucket travels, the exchanges that become ready gather into
+// the next one.
 //
-// The thread sleeps on a condition variable while nothing is in flight.
+// The thread sleeps on a condition variable while nothing is in flight
+// (after a short spin, so back-to-back collectives do not pay a wake-up).
 // While a request is in flight it polls MPI_Test, yielding between polls:
 // Open MPI advances nonblocking collectives only inside MPI calls, so a
-// sleeping poller would stall the transfer. Requests no local work waits
-// for (metadata a peer may still need) are polled every 200 µs.
+// sleeping poller would stall the transfer.
 
 #include <mpi.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
-#include <cstdio>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <list>
-#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -40,8 +49,16 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr double kDefaultTimeoutSeconds = 600;
-// Metadata steps in flight at once; more wait for their turn.
-constexpr std::size_t kMaxMetaInFlight = 64;
+// The most exchanges one bucket holds (the metadata message carries a
+// signature for each).
+constexpr int kMaxMembers = 128;
+// How long the idle progress thread looks for new work before it sleeps.
+constexpr auto kSpinBeforeSleep = std::chrono::microseconds(50);
+// Signatures are made non-zero (0: "not proposed") and never all ones
+// (the mark of a disagreement).
+constexpr std::uint64_t kConflict = ~std::uint64_t{0};
+
+std::uint64_t normalised(std::uint64_t signature) { return (signature & (kConflict >> 1)) | 1; }
 
 double timeout_from_environment() {
   const char* text = std::getenv("DEPENGINE_COMM_TIMEOUT");
@@ -68,6 +85,12 @@ void check_mpi(int code, const char* call) {
   }
 }
 
+std::string seconds_text(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", seconds);
+  return text;
+}
+
 MPI_Datatype mpi_type(DType t) {
   switch (t) {
     case DType::float32: return MPI_FLOAT;
@@ -79,83 +102,69 @@ MPI_Datatype mpi_type(DType t) {
   return MPI_BYTE;
 }
 
-std::string seconds_text(double seconds) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g", seconds);
-  return text;
-}
-
 std::string describe_exchange(const Exchange& e) {
   return std::string(exchange_kind_name(e.kind)) + " (call " + std::to_string(e.call) + ")";
 }
 
-// What the metadata step compares. Reduced with MPI_BAND: the signature and
-// its complement are equal everywhere exactly when their reductions are
-// complements; a cleared bit of `healthy` names a process whose inputs failed.
+std::exception_ptr comm_error(const Exchange& e, const std::string& what) {
+  return std::make_exception_ptr(std::runtime_error("depengine::Communicator: " + describe_exchange(e) + ": " + what));
+}
+
+// The metadata step's message; MPI reduces it with `combine_metadata`.
 struct Metadata {
-  std::uint64_t words[3];
+  std::uint64_t end;      // one past the last member proposed: the minimum wins
+  std::uint64_t healthy;  // ANDed; a cleared bit (rank % 64) marks failed inputs
+  std::uint64_t signatures[kMaxMembers];  // 0 where not proposed
 };
+constexpr int kMetadataWords = sizeof(Metadata) / sizeof(std::uint64_t);
 
-Metadata metadata_of(const Exchange& e, bool failed, int rank) {
-  const std::uint64_t healthy = failed ? ~(std::uint64_t{1} << (rank % 64)) : ~std::uint64_t{0};
-  return {{e.signature, ~e.signature, healthy}};
-}
-
-std::exception_ptr verdict_of(const Metadata& m, const Exchange& e, int size) {
-  if ((m.words[0] | m.words[1]) != ~std::uint64_t{0}) {
-    return std::make_exception_ptr(std::runtime_error(
-        "depengine::Communicator: " + describe_exchange(e) +
-        ": the processes disagree on this collective (its kind, dtype, element count, number of local "
-        "tensors or root differ): the tensors differ between processes, or the processes pushed "
-        "their collectives in different orders"));
-  }
-  const std::uint64_t failed = ~m.words[2];
-  if (failed != 0) {
-    std::string who;
-    for (int r = 0; r < std::min(size, 64); ++r) {
-      if (failed & (std::uint64_t{1} << r)) who += (who.empty() ? "" : ", ") + std::to_string(r);
+void combine_metadata(void* in, void* inout, int* count, MPI_Datatype*) {
+  const auto* a = static_cast<const Metadata*>(in);
+  auto* b = static_cast<Metadata*>(inout);
+  for (int k = 0; k < *count; ++k) {
+    b[k].end = std::min(a[k].end, b[k].end);
+    b[k].healthy &= a[k].healthy;
+    for (int i = 0; i < kMaxMembers; ++i) {
+      const std::uint64_t x = a[k].signatures[i], y = b[k].signatures[i];
+      b[k].signatures[i] = x == 0 ? y : y == 0 ? x : x == y ? x : kConflict;
     }
-    return std::make_exception_ptr(std::runtime_error(
-        "depengine::Communicator: " + describe_exchange(e) + ": an input failed on process " + who +
-        " (that process reports the error itself)"));
   }
-  return nullptr;
 }
-
-struct Arrival {
-  std::uint64_t number = 0;
-  Exchange exchange;
-  std::optional<ExchangeDone> done;  // empty when skipped
-};
 
 struct Waiting {
   Exchange exchange;
-  std::optional<ExchangeDone> done;
-  bool judged = false;
-  std::exception_ptr verdict;
-  Clock::time_point arrived{};
+  std::optional<ExchangeDone> done;  // empty when skipped: its inputs failed here
+};
+
+struct Arrival {
+  std::uint64_t number = 0;
+  Waiting waiting;
 };
 
 struct MetaInFlight {
-  std::uint64_t number;
-  Metadata sent, received;
-  MPI_Request request;
+  std::uint64_t first = 0;
+  std::uint64_t proposed_end = 0;
+  Metadata sent{}, received{};
+  MPI_Request request = MPI_REQUEST_NULL;
   Clock::time_point started;
 };
 
-struct DataInFlight {
-  Exchange exchange;
-  ExchangeDone done;
-  MPI_Request request;
+struct BucketInFlight {
+  std::vector<Waiting> members;
+  std::vector<std::byte> packed;  // several members: their data, end to end
+  MPI_Request request = MPI_REQUEST_NULL;
   Clock::time_point started;
 };
 
 class MpiGroup final : public ProcessGroup {
  public:
-  MpiGroup() : timeout_(timeout_from_environment()) {
+  explicit MpiGroup(const CommOptions& options) : options_(options), timeout_(timeout_from_environment()) {
     check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &data_), "MPI_Comm_dup");
     check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &control_), "MPI_Comm_dup");
     for (MPI_Comm c : {data_, control_}) check_mpi(MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    check_mpi(MPI_Type_contiguous(kMetadataWords, MPI_UINT64_T, &metadata_type_), "MPI_Type_contiguous");
+    check_mpi(MPI_Type_commit(&metadata_type_), "MPI_Type_commit");
+    check_mpi(MPI_Op_create(&combine_metadata, /*commute=*/1, &metadata_op_), "MPI_Op_create");
     MPI_Comm_rank(data_, &rank_);
     MPI_Comm_size(data_, &size_);
     version_ = mpi_runtime::library_version();
@@ -173,6 +182,8 @@ class MpiGroup final : public ProcessGroup {
     wake_.notify_one();
     thread_.join();
     if (!broken_) {
+      MPI_Op_free(&metadata_op_);
+      MPI_Type_free(&metadata_type_);
       MPI_Comm_free(&data_);
       MPI_Comm_free(&control_);
     }
@@ -193,10 +204,10 @@ class MpiGroup final : public ProcessGroup {
   }
 
   void start(std::uint64_t number, const Exchange& exchange, ExchangeDone done) override {
-    arrive({number, exchange, std::move(done)});
+    arrive({number, {exchange, std::move(done)}});
   }
 
-  void skip(std::uint64_t number, const Exchange& exchange) override { arrive({number, exchange, std::nullopt}); }
+  void skip(std::uint64_t number, const Exchange& exchange) override { arrive({number, {exchange, std::nullopt}}); }
 
  private:
   void arrive(Arrival a) {
@@ -204,130 +215,170 @@ class MpiGroup final : public ProcessGroup {
       std::lock_guard lock(mutex_);
       if (!broken_) {
         inbox_.push_back(std::move(a));
-        has_news_ = true;
+        has_news_.store(true, std::memory_order_release);
         wake_.notify_one();
         return;
       }
     }
     // A broken group fails at once what arrives.
-    if (a.done) (*a.done)(broken_);
+    if (a.waiting.done) (*a.waiting.done)(broken_);
     mark_ended(1);
   }
 
   void mark_ended(std::uint64_t n) {
+    if (n == 0) return;
     std::lock_guard lock(mutex_);
     ended_ += n;
     if (ended_ == reserved_) drained_.notify_all();
   }
 
   void run() {
-    for (;;) {
-      if (!take_news()) return;
-      issue_metadata();
-      const bool local_work_waits = test_metadata();
-      issue_data();
-      test_data();
+    while (take_news()) {
+      if (!meta_) propose_bucket();
+      if (meta_) test_metadata();
+      test_buckets();
       if (check_deadline()) continue;
-      if (!data_in_flight_.empty() || local_work_waits) {
-        std::this_thread::yield();
-      } else if (!metas_.empty()) {
-        std::unique_lock lock(mutex_);
-        wake_.wait_for(lock, std::chrono::microseconds(200), [this] { return has_news_; });
-      }
+      if (meta_ || !buckets_.empty()) std::this_thread::yield();
     }
   }
 
-  // Moves new arrivals to `waiting_`; sleeps while there is nothing to do.
-  // False once the group is stopping and nothing is left.
+  // Moves new arrivals to `waiting_`. With nothing in flight, and nothing
+  // to propose, spins briefly, then sleeps until news. False once the group
+  // is stopping and nothing is left.
   bool take_news() {
-    std::unique_lock lock(mutex_);
-    // With nothing in flight, what waits (behind a number not here yet)
-    // needs news to move.
-    const bool idle = data_in_flight_.empty() && metas_.empty();
+    const bool idle = !meta_ && buckets_.empty() && !waiting_.contains(next_bucket_);
     if (idle) {
-      wake_.wait(lock, [this] { return has_news_ || stop_; });
-      if (!has_news_ && stop_) return false;
+      const auto spin_until = Clock::now() + kSpinBeforeSleep;
+      while (!has_news_.load(std::memory_order_acquire) && Clock::now() < spin_until) std::this_thread::yield();
     }
-    if (has_news_) {
-      const auto now = Clock::now();
-      for (Arrival& a : inbox_) {
-        Waiting w;
-        w.exchange = a.exchange;
-        w.done = std::move(a.done);
-        w.arrived = now;
-        waiting_.emplace(a.number, std::move(w));
-      }
+    std::unique_lock lock(mutex_);
+    if (idle) {
+      wake_.wait(lock, [this] { return has_news_.load(std::memory_order_relaxed) || stop_; });
+      if (!has_news_.load(std::memory_order_relaxed) && stop_) return false;
+    }
+    if (has_news_.load(std::memory_order_relaxed)) {
+      for (Arrival& a : inbox_) waiting_.emplace(a.number, std::move(a.waiting));
       inbox_.clear();
-      has_news_ = false;
+      has_news_.store(false, std::memory_order_relaxed);
     }
     return true;
   }
 
-  void issue_metadata() {
-    while (metas_.size() < kMaxMetaInFlight) {
-      auto it = waiting_.find(next_meta_);
-      if (it == waiting_.end()) return;
-      Waiting& w = it->second;
-      metas_.push_back({next_meta_, metadata_of(w.exchange, !w.done, rank_), {}, MPI_REQUEST_NULL, Clock::now()});
-      MetaInFlight& m = metas_.back();
-      const int rc = MPI_Iallreduce(m.sent.words, m.received.words, 3, MPI_UINT64_T, MPI_BAND, control_, &m.request);
-      if (rc != MPI_SUCCESS) {
-        w.judged = true;
-        w.verdict = std::make_exception_ptr(std::runtime_error(
-            "depengine::Communicator: " + describe_exchange(w.exchange) + ": MPI_Iallreduce failed: " +
-            mpi_error_text(rc)));
-        metas_.pop_back();
+  bool fusable(const Waiting& w) const {
+    return w.done && w.exchange.kind == Exchange::Kind::allreduce && w.exchange.bytes() <= options_.fuse_below_bytes;
+  }
+
+  // Starts the metadata step of the bucket that begins at `next_bucket_`,
+  // if that exchange is here.
+  void propose_bucket() {
+    const std::uint64_t first = next_bucket_;
+    auto it = waiting_.find(first);
+    if (it == waiting_.end()) return;
+    const Waiting& head = it->second;
+    std::uint64_t end = first + 1;
+    if (fusable(head)) {
+      std::size_t bytes = head.exchange.bytes();
+      for (auto next = std::next(it); next != waiting_.end() && next->first == end && end - first < kMaxMembers;
+           ++next, ++end) {
+        const Waiting& w = next->second;
+        if (!fusable(w) || w.exchange.dtype != head.exchange.dtype ||
+            bytes + w.exchange.bytes() > options_.bucket_bytes) {
+          break;
+        }
+        bytes += w.exchange.bytes();
       }
-      ++next_meta_;
+    }
+    meta_.emplace();
+    MetaInFlight& m = *meta_;
+    m.first = first;
+    m.proposed_end = end;
+    m.started = Clock::now();
+    m.sent.end = end;
+    m.sent.healthy = head.done ? ~std::uint64_t{0} : ~(std::uint64_t{1} << (rank_ % 64));
+    for (std::uint64_t k = first; k < end; ++k) {
+      m.sent.signatures[k - first] = normalised(waiting_.at(k).exchange.signature);
+    }
+    const int rc = MPI_Iallreduce(&m.sent, &m.received, 1, metadata_type_, metadata_op_, control_, &m.request);
+    if (rc != MPI_SUCCESS) {
+      break_group(comm_error(head.exchange, "MPI_Iallreduce of its metadata failed: " + mpi_error_text(rc)));
     }
   }
 
-  // Returns whether an exchange that is ready here waits for its metadata.
-  bool test_metadata() {
-    bool waited_for = false;
-    for (auto it = metas_.begin(); it != metas_.end();) {
-      int flag = 0;
-      const int rc = MPI_Test(&it->request, &flag, MPI_STATUS_IGNORE);
-      Waiting& w = waiting_.at(it->number);
-      if (rc != MPI_SUCCESS || flag) {
-        w.judged = true;
-        w.verdict = rc != MPI_SUCCESS
-                        ? std::make_exception_ptr(std::runtime_error("depengine::Communicator: " +
-                                                                     describe_exchange(w.exchange) +
-                                                                     ": MPI_Test failed: " + mpi_error_text(rc)))
-                        : verdict_of(it->received, w.exchange, size_);
-        it = metas_.erase(it);
-      } else {
-        waited_for = waited_for || w.done.has_value();
-        ++it;
-      }
+  void test_metadata() {
+    MetaInFlight& m = *meta_;
+    int flag = 0;
+    const int rc = MPI_Test(&m.request, &flag, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) {
+      return break_group(comm_error(waiting_.at(m.first).exchange, "MPI_Test failed: " + mpi_error_text(rc)));
     }
-    return waited_for;
-  }
-
-  void issue_data() {
-    for (;;) {
-      auto it = waiting_.find(next_data_);
-      if (it == waiting_.end() || !it->second.judged) return;
-      Waiting w = std::move(it->second);
+    if (!flag) return;
+    const std::uint64_t end = m.received.end;
+    // `end` is the shortest proposal, so every member is here.
+    std::vector<Waiting> members;
+    for (std::uint64_t k = m.first; k < end; ++k) {
+      auto it = waiting_.find(k);
+      members.push_back(std::move(it->second));
       waiting_.erase(it);
-      ++next_data_;
-      if (w.verdict || !w.done) {
-        if (w.done) (*w.done)(w.verdict);
-        mark_ended(1);
-        continue;
-      }
-      MPI_Request request = MPI_REQUEST_NULL;
-      const int rc = issue(w.exchange, request);
-      if (rc != MPI_SUCCESS) {
-        (*w.done)(std::make_exception_ptr(std::runtime_error(
-            "depengine::Communicator: " + describe_exchange(w.exchange) + ": MPI failed to start it: " +
-            mpi_error_text(rc))));
-        mark_ended(1);
-        continue;
-      }
-      data_in_flight_.push_back({w.exchange, std::move(*w.done), request, Clock::now()});
     }
+    next_bucket_ = end;
+    const std::exception_ptr verdict = verdict_of(m.received, members);
+    meta_.reset();
+    if (verdict) return fail_members(members, verdict);
+    start_bucket(std::move(members));
+  }
+
+  std::exception_ptr verdict_of(const Metadata& received, const std::vector<Waiting>& members) const {
+    const Exchange& head = members.front().exchange;
+    for (std::size_t i = 0; i < members.size(); ++i) {
+      if (received.signatures[i] == kConflict) {
+        return comm_error(members[i].exchange,
+                          "the processes disagree on this collective (its kind, dtype, element count, number "
+                          "of local tensors, reduce op or root differ): the tensors differ between processes, "
+                          "or the processes pushed their collectives in different orders");
+      }
+    }
+    const std::uint64_t failed = ~received.healthy;
+    if (failed != 0) {
+      std::string who;
+      for (int r = 0; r < std::min(size_, 64); ++r) {
+        if (failed & (std::uint64_t{1} << r)) who += (who.empty() ? "" : ", ") + std::to_string(r);
+      }
+      return comm_error(head, "an input failed on process " + who + " (that process reports the error itself)");
+    }
+    return nullptr;
+  }
+
+  void fail_members(std::vector<Waiting>& members, std::exception_ptr error) {
+    for (Waiting& w : members) {
+      if (w.done) (*w.done)(error);
+    }
+    mark_ended(members.size());
+  }
+
+  void start_bucket(std::vector<Waiting> members) {
+    BucketInFlight b;
+    b.started = Clock::now();
+    int rc;
+    if (members.size() == 1) {
+      rc = issue(members.front().exchange, b.request);
+    } else {
+      std::size_t total = 0;
+      for (const Waiting& w : members) total += w.exchange.bytes();
+      b.packed.resize(total);
+      std::size_t at = 0;
+      for (const Waiting& w : members) {
+        if (w.exchange.bytes()) std::memcpy(b.packed.data() + at, w.exchange.data, w.exchange.bytes());
+        at += w.exchange.bytes();
+      }
+      const DType dtype = members.front().exchange.dtype;
+      rc = MPI_Iallreduce(MPI_IN_PLACE, b.packed.data(), static_cast<int>(total / dtype_size(dtype)), mpi_type(dtype),
+                          MPI_SUM, data_, &b.request);
+    }
+    if (rc != MPI_SUCCESS) {
+      return fail_members(members, comm_error(members.front().exchange, "MPI failed to start it: " + mpi_error_text(rc)));
+    }
+    b.members = std::move(members);
+    buckets_.push_back(std::move(b));
   }
 
   int issue(const Exchange& e, MPI_Request& request) {
@@ -348,43 +399,45 @@ class MpiGroup final : public ProcessGroup {
     return MPI_ERR_OTHER;
   }
 
-  void test_data() {
-    std::uint64_t finished = 0;
-    for (auto it = data_in_flight_.begin(); it != data_in_flight_.end();) {
+  void test_buckets() {
+    for (auto it = buckets_.begin(); it != buckets_.end();) {
       int flag = 0;
       const int rc = MPI_Test(&it->request, &flag, MPI_STATUS_IGNORE);
       if (rc == MPI_SUCCESS && !flag) {
         ++it;
         continue;
       }
-      it->done(rc == MPI_SUCCESS ? nullptr
-                                 : std::make_exception_ptr(std::runtime_error(
-                                       "depengine::Communicator: " + describe_exchange(it->exchange) +
-                                       " failed: " + mpi_error_text(rc))));
-      it = data_in_flight_.erase(it);
-      ++finished;
+      if (rc != MPI_SUCCESS) {
+        fail_members(it->members, comm_error(it->members.front().exchange, "failed: " + mpi_error_text(rc)));
+      } else {
+        std::size_t at = 0;
+        for (Waiting& w : it->members) {
+          if (!it->packed.empty() && w.exchange.bytes()) {
+            std::memcpy(w.exchange.data, it->packed.data() + at, w.exchange.bytes());
+          }
+          at += w.exchange.bytes();
+          (*w.done)(nullptr);
+        }
+        mark_ended(it->members.size());
+      }
+      it = buckets_.erase(it);
     }
-    if (finished) mark_ended(finished);
   }
 
-  // The watchdog: an exchange that waits for the other processes longer
-  // than the timeout breaks the group. True when it did.
+  // The watchdog: a bucket whose exchanges are ready here and that waits
+  // for the other processes longer than the timeout breaks the group.
   bool check_deadline() {
     const auto now = Clock::now();
     const auto limit = std::chrono::duration<double>(timeout_);
     const Exchange* late = nullptr;
-    for (const DataInFlight& d : data_in_flight_) {
-      if (now - d.started > limit) late = &d.exchange;
+    for (const BucketInFlight& b : buckets_) {
+      if (now - b.started > limit) late = &b.members.front().exchange;
     }
-    for (const MetaInFlight& m : metas_) {
-      const Waiting& w = waiting_.at(m.number);
-      if (w.done && now - w.arrived > limit) late = &w.exchange;
-    }
+    if (meta_ && now - meta_->started > limit) late = &waiting_.at(meta_->first).exchange;
     if (late == nullptr) return false;
-    break_group(std::make_exception_ptr(std::runtime_error(
-        "depengine::Communicator: " + describe_exchange(*late) + " waited more than " + seconds_text(timeout_) +
-        " s (DEPENGINE_COMM_TIMEOUT) for the other processes: a peer died, hangs, or did not push "
-        "this collective; the communicator is broken")));
+    break_group(comm_error(*late, "waited more than " + seconds_text(timeout_) +
+                                      " s (DEPENGINE_COMM_TIMEOUT) for the other processes: a peer died, hangs, "
+                                      "or did not push this collective; the communicator is broken"));
     return true;
   }
 
@@ -396,62 +449,55 @@ class MpiGroup final : public ProcessGroup {
       broken_ = error;
     }
     mpi_runtime::mark_broken();
-    std::uint64_t failed = 0;
-    for (DataInFlight& d : data_in_flight_) {
-      d.done(error);
-      ++failed;
-    }
-    data_in_flight_.clear();
-    metas_.clear();
-    for (auto& [number, w] : waiting_) {
-      if (w.done) (*w.done)(error);
-      ++failed;
-    }
+    for (BucketInFlight& b : buckets_) fail_members(b.members, error);
+    buckets_.clear();
+    meta_.reset();
+    std::vector<Waiting> pending;
+    for (auto& [number, w] : waiting_) pending.push_back(std::move(w));
     waiting_.clear();
-    mark_ended(failed);
-    // Later arrivals fail in arrive(); drain the inbox that raced with us.
-    std::vector<Arrival> late;
+    // Arrivals that raced with us; later ones fail in arrive().
     {
       std::lock_guard lock(mutex_);
-      late.swap(inbox_);
-      has_news_ = false;
+      for (Arrival& a : inbox_) pending.push_back(std::move(a.waiting));
+      inbox_.clear();
+      has_news_.store(false, std::memory_order_relaxed);
     }
-    for (Arrival& a : late) {
-      if (a.done) (*a.done)(error);
-    }
-    mark_ended(late.size());
+    fail_members(pending, error);
   }
 
+  const CommOptions options_;
   const double timeout_;
   MPI_Comm data_ = MPI_COMM_NULL, control_ = MPI_COMM_NULL;
+  MPI_Datatype metadata_type_ = MPI_DATATYPE_NULL;
+  MPI_Op metadata_op_ = MPI_OP_NULL;
   int rank_ = 0, size_ = 1;
   std::string version_;
 
   std::mutex mutex_;
   std::condition_variable wake_, drained_;
   std::vector<Arrival> inbox_;
-  bool has_news_ = false;
+  std::atomic<bool> has_news_{false};
   bool stop_ = false;
   std::exception_ptr broken_;
   std::uint64_t reserved_ = 0, ended_ = 0;
 
   // The progress thread's own.
   std::map<std::uint64_t, Waiting> waiting_;
-  // A list: MPI writes into `received` until the request completes, so the
-  // entries must not move as others are erased.
-  std::list<MetaInFlight> metas_;
-  std::vector<DataInFlight> data_in_flight_;
-  std::uint64_t next_meta_ = 0, next_data_ = 0;
+  std::uint64_t next_bucket_ = 0;
+  // MPI writes into `received` until the request completes: the entry must
+  // not move, hence optional and list.
+  std::optional<MetaInFlight> meta_;
+  std::list<BucketInFlight> buckets_;
 
   std::thread thread_;
 };
 
 }  // namespace
 
-std::shared_ptr<ProcessGroup> make_world_group() {
+std::shared_ptr<ProcessGroup> make_world_group(const CommOptions& options) {
   std::string why_not;
   if (!mpi_runtime::ensure(why_not)) return make_single_process_group("MPI is built in, but " + why_not);
-  return std::make_shared<MpiGroup>();
+  return std::make_shared<MpiGroup>(options);
 }
 
 }  // namespace depengine::detail

@@ -5,7 +5,7 @@
 
 namespace depengine::detail {
 
-std::shared_ptr<ProcessGroup> make_world_group() {
+std::shared_ptr<ProcessGroup> make_world_group(const CommOptions&) {
   return make_single_process_group("depengine was built without MPI");
 }
 

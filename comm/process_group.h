@@ -10,6 +10,7 @@
 #include <string>
 
 #include "comm/exchange.h"
+#include "depengine/comm.h"
 
 namespace depengine::detail {
 
@@ -33,7 +34,7 @@ class ProcessGroup {
 /// The group `Communicator::world` spans: every MPI process when launched
 /// by an MPI launcher (or when the program initialised MPI), else this
 /// process alone.
-std::shared_ptr<ProcessGroup> make_world_group();
+std::shared_ptr<ProcessGroup> make_world_group(const CommOptions& options);
 
 /// This process alone; `why` says why there is no MPI.
 std::shared_ptr<ProcessGroup> make_single_process_group(std::string why);

@@ -65,6 +65,7 @@
 ///   float v = g1.to_host<float>()[0];                     // 2.0 in a single process
 /// \endcode
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -82,6 +83,19 @@ enum class ReduceOp : std::uint8_t {
   mean,  ///< the sum divided by the number of ranks
 };
 
+/// How a communicator groups and cuts its exchanges between processes.
+struct CommOptions {
+  /// Allreduces (or chunks of one) of at most this many bytes that are
+  /// ready at the same time on every process go to MPI fused into one buffer.
+  std::size_t fuse_below_bytes = std::size_t{256} << 10;
+  /// The most bytes one fused buffer holds (PyTorch DDP's default).
+  std::size_t bucket_bytes = std::size_t{25} << 20;
+  /// Allreduces and broadcasts larger than this go to MPI in pieces of this
+  /// size, each started as soon as the previous one is, so that large
+  /// tensors have no element limit and pieces travel together.
+  std::size_t piece_bytes = std::size_t{16} << 20;
+};
+
 namespace detail {
 struct CommState;
 }
@@ -92,8 +106,9 @@ class Communicator {
   /// traffic never mixes with the program's own), or this process alone
   /// when it was not started by an MPI launcher or MPI is not built in.
   /// Collective: every process calls it, in the same order as its other
-  /// `world` calls. Throws `std::runtime_error` if MPI cannot be set up.
-  static Communicator world(Engine& engine);
+  /// `world` calls. Throws `std::runtime_error` if MPI cannot be set up and
+  /// `std::invalid_argument` for options of zero bytes.
+  static Communicator world(Engine& engine, const CommOptions& options = {});
 
   /// A handle: copies share the communicator. The last handle to go waits
   /// for the collectives in flight.
