@@ -191,6 +191,7 @@ Communicator::~Communicator() = default;
 int Communicator::process_rank() const { return state_->group->rank(); }
 int Communicator::process_count() const { return state_->group->size(); }
 std::string Communicator::describe() const { return state_->group->describe(); }
+CommStats Communicator::stats() const { return state_->group->stats(); }
 
 // Inside the process, the ring of the chapter over the L local tensors,
 // each cut into L chunks: in reduce-scatter step s tensor i adds chunk

@@ -196,6 +196,10 @@ class MpiGroup final : public ProcessGroup {
     return "MPI (" + version_ + "): process " + std::to_string(rank_) + " of " + std::to_string(size_);
   }
 
+  CommStats stats() const override {
+    return {exchanges_started_.load(std::memory_order_relaxed), buckets_started_.load(std::memory_order_relaxed)};
+  }
+
   std::uint64_t reserve(std::uint64_t count) override {
     std::lock_guard lock(mutex_);
     const std::uint64_t first = reserved_;
@@ -377,6 +381,8 @@ class MpiGroup final : public ProcessGroup {
     if (rc != MPI_SUCCESS) {
       return fail_members(members, comm_error(members.front().exchange, "MPI failed to start it: " + mpi_error_text(rc)));
     }
+    exchanges_started_.fetch_add(members.size(), std::memory_order_relaxed);
+    buckets_started_.fetch_add(1, std::memory_order_relaxed);
     b.members = std::move(members);
     buckets_.push_back(std::move(b));
   }
@@ -480,6 +486,7 @@ class MpiGroup final : public ProcessGroup {
   bool stop_ = false;
   std::exception_ptr broken_;
   std::uint64_t reserved_ = 0, ended_ = 0;
+  std::atomic<std::uint64_t> exchanges_started_{0}, buckets_started_{0};
 
   // The progress thread's own.
   std::map<std::uint64_t, Waiting> waiting_;

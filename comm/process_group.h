@@ -22,6 +22,8 @@ class ProcessGroup {
   /// The transport and the process, for Communicator::describe.
   virtual std::string describe() const = 0;
 
+  virtual CommStats stats() const = 0;
+
   /// Numbers the next `count` exchanges; returns the first number.
   virtual std::uint64_t reserve(std::uint64_t count) = 0;
   /// Exchange `number` is ready; `done` runs when it has ended on this process.

@@ -13,6 +13,7 @@ class SingleProcessGroup final : public ProcessGroup {
   int rank() const override { return 0; }
   int size() const override { return 1; }
   std::string describe() const override { return "one process (" + why_ + ")"; }
+  CommStats stats() const override { return {}; }
   std::uint64_t reserve(std::uint64_t count) override {
     const std::uint64_t first = next_;
     next_ += count;

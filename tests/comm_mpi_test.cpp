@@ -117,10 +117,15 @@ TEST(CommMpi, BroadcastFromEveryRoot) {
 // are written by operations of random durations that differ per process, so
 // that the collectives become ready in a different order on each; with
 // mixed priorities. Every result is checked.
-TEST(CommMpi, RandomCollectivesWithDifferentReadyOrders) {
+// Default options, and tiny buckets and pieces (every large exchange cut in
+// many pieces, fused runs cut short), so that cutting and fusing meet
+// random ready orders.
+class RandomCollectives : public ::testing::TestWithParam<CommOptions> {};
+
+TEST_P(RandomCollectives, WithDifferentReadyOrders) {
   constexpr int kLocal = 2, kCollectives = 40;
   auto engine = engine_with_devices(kLocal);
-  Communicator comm = Communicator::world(*engine);
+  Communicator comm = Communicator::world(*engine, GetParam());
   SKIP_UNLESS_SEVERAL_PROCESSES(comm);
   const int p = comm.process_rank(), processes = comm.process_count(), ranks = kLocal * processes;
   std::mt19937 shared(2026);                       // the same sequence everywhere
@@ -200,6 +205,66 @@ TEST(CommMpi, RandomCollectivesWithDifferentReadyOrders) {
       }
     }
   }
+}
+
+INSTANTIATE_TEST_SUITE_P(Options, RandomCollectives,
+                         ::testing::Values(CommOptions{},
+                                           CommOptions{.fuse_below_bytes = 4096, .bucket_bytes = 6000, .piece_bytes = 1000}),
+                         [](const ::testing::TestParamInfo<CommOptions>& info) {
+                           return info.param.piece_bytes == CommOptions{}.piece_bytes ? std::string("defaults")
+                                                                                      : std::string("tiny");
+                         });
+
+// Many small allreduces whose inputs are all ready go out fused: fewer MPI
+// collectives than exchanges, the same results as one by one.
+TEST(CommMpi, SmallAllreducesReadyTogetherAreFused) {
+  auto engine = engine_with_devices(1);
+  Communicator fused = Communicator::world(*engine);
+  Communicator one_by_one = Communicator::world(*engine, {.fuse_below_bytes = 0});
+  SKIP_UNLESS_SEVERAL_PROCESSES(fused);
+  const int p = fused.process_rank(), processes = fused.process_count();
+  for (Communicator* comm : {&fused, &one_by_one}) {
+    std::vector<Tensor> grads;
+    for (int k = 0; k < 300; ++k) {
+      grads.push_back(produced_late(*engine, p, 1 + k % 37, k % 5 == 0 ? DType::float64 : DType::float32,
+                                    Device::cpu(), k, {}));
+    }
+    engine->wait_all();  // every input ready before the first allreduce
+    const CommStats before = comm->stats();
+    for (const Tensor& g : grads) comm->allreduce({g}, ReduceOp::sum, {.priority = g.numel() % 3});
+    for (int k = 0; k < 300; ++k) {
+      const auto got = grads[static_cast<std::size_t>(k)].to_host<double>();
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        double sum = 0;
+        for (int r = 0; r < processes; ++r) sum += value_at(r, static_cast<std::int64_t>(i), k);
+        ASSERT_EQ(got[i], sum) << "allreduce " << k;
+      }
+    }
+    const CommStats after = comm->stats();
+    EXPECT_EQ(after.exchanges - before.exchanges, 300u);
+    if (comm == &fused) EXPECT_LT(after.buckets - before.buckets, 300u);
+    else EXPECT_EQ(after.buckets - before.buckets, 300u);
+  }
+}
+
+// A tensor larger than a piece goes out in pieces, each its own exchange.
+TEST(CommMpi, LargeTensorsGoInPieces) {
+  auto engine = engine_with_devices(2);
+  Communicator comm = Communicator::world(*engine, {.piece_bytes = 4096});
+  SKIP_UNLESS_SEVERAL_PROCESSES(comm);
+  const int p = comm.process_rank(), ranks = 2 * comm.process_count();
+  const std::int64_t n = 100001;  // two chunks of about 200 KB, about 49 pieces each
+  std::vector<Tensor> t = {produced_late(*engine, 2 * p, n, DType::float32, Device::emulated(0), 3, {}),
+                           produced_late(*engine, 2 * p + 1, n, DType::float32, Device::emulated(1), 3, {})};
+  const CommStats before = comm.stats();
+  comm.allreduce(t, ReduceOp::mean);
+  const auto got = t[1].to_host<double>();
+  for (std::int64_t i = 0; i < n; ++i) {
+    double sum = 0;
+    for (int r = 0; r < ranks; ++r) sum += value_at(r, i, 3);
+    ASSERT_EQ(got[static_cast<std::size_t>(i)], reduced(sum, ReduceOp::mean, ranks, DType::float32)) << i;
+  }
+  EXPECT_EQ(comm.stats().exchanges - before.exchanges, 2u * ((n / 2 * 4 + 4095) / 4096));
 }
 
 TEST(CommMpi, MismatchedShapesFailOnEveryProcessAndTheCommunicatorGoesOn) {

@@ -61,6 +61,12 @@ TEST(Comm, WorldOfOneProcessSaysWhy) {
   comm.barrier();  // alone: returns at once
 }
 
+TEST(Comm, OptionsOfZeroBytesAreRejected) {
+  Engine engine;
+  EXPECT_THROW(Communicator::world(engine, {.bucket_bytes = 0}), std::invalid_argument);
+  EXPECT_THROW(Communicator::world(engine, {.piece_bytes = 0}), std::invalid_argument);
+}
+
 using AllreduceParam = std::tuple<int, std::int64_t, DType, ReduceOp>;
 
 class AllreduceOnDevices : public ::testing::TestWithParam<AllreduceParam> {};

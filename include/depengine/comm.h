@@ -96,6 +96,12 @@ struct CommOptions {
   std::size_t piece_bytes = std::size_t{16} << 20;
 };
 
+/// What a communicator has sent to the other processes so far.
+struct CommStats {
+  std::uint64_t exchanges = 0;  ///< exchanges started (chunks and pieces of the calls)
+  std::uint64_t buckets = 0;    ///< MPI collectives they went out in (fused exchanges share one)
+};
+
 namespace detail {
 struct CommState;
 }
@@ -122,6 +128,8 @@ class Communicator {
   int process_count() const;
   /// "MPI (Open MPI v4.1.4): process 0 of 2", or why there is no MPI.
   std::string describe() const;
+  /// Counts of what went to MPI (all zero in a group of one process).
+  CommStats stats() const;
 
   /// In place: afterwards every tensor (of every process) holds the sum or
   /// the mean over all of them. float32 or float64, one shape for all.
