@@ -3,6 +3,11 @@
 depengine_add_test(comm_tests comm_test.cpp)
 target_link_libraries(comm_tests PRIVATE depengine_comm)
 
+if(DEPENGINE_BUILD_EXAMPLES)
+  depengine_add_test(comm_data_parallel_tests comm_data_parallel_test.cpp)
+  target_link_libraries(comm_data_parallel_tests PRIVATE depengine_data_parallel)
+endif()
+
 add_executable(comm_mpi_tests comm_mpi_test.cpp)
 target_link_libraries(comm_mpi_tests PRIVATE depengine_comm GTest::gtest_main)
 target_include_directories(comm_mpi_tests PRIVATE ${PROJECT_SOURCE_DIR})
