@@ -5,6 +5,8 @@
 
 #include "depengine/comm.h"
 
+#include <depengine/executor.h>
+
 #include <algorithm>
 #include <climits>
 #include <future>
@@ -163,6 +165,29 @@ std::vector<Exchange> pieces_of(const Exchange& whole, std::size_t piece_bytes) 
 
 // One asynchronous operation that hands `pieces` to the group once its
 // variables are ready; numbers them first.
+// Runs each hand-off operation inline on the thread that found it ready —
+// usually the progress thread, completing the exchange the operation waited
+// for — so that handing an exchange over wakes no CPU worker. A hand-off
+// only queues the exchange, so it never blocks the thread.
+class HandOffExecutor final : public Executor {
+ public:
+  void submit(ReadyOp op) override {
+    RunContext ctx{.device = op.device(), .property = op.property(), .name = op.name()};
+    op.run_and_complete(ctx);
+  }
+};
+
+constexpr Device kHandOffDevice = Device::custom(63);
+
+void add_hand_off_device(Engine& engine) {
+  if (engine.has_device(kHandOffDevice)) return;
+  try {
+    engine.add_device(kHandOffDevice, std::make_unique<HandOffExecutor>());
+  } catch (const std::invalid_argument&) {
+    if (!engine.has_device(kHandOffDevice)) throw;  // another world() added it first
+  }
+}
+
 void push_exchanges(CommState& s, std::vector<Exchange> pieces, VarList reads, VarList writes,
                     const PushOptions& options, std::string_view name) {
   const std::uint64_t first = s.group->reserve(pieces.size());
@@ -170,7 +195,7 @@ void push_exchanges(CommState& s, std::vector<Exchange> pieces, VarList reads, V
       [starter = ExchangeStarter(*s.group, first, std::move(pieces))](RunContext&, Completion done) mutable {
         starter.start(std::move(done));
       },
-      reads, writes, {.priority = options.priority, .name = name, .property = OpProperty::CpuPrioritized});
+      reads, writes, {.priority = options.priority, .name = name, .device = kHandOffDevice});
 }
 
 }  // namespace
@@ -183,6 +208,7 @@ Communicator Communicator::world(Engine& engine, const CommOptions& options) {
   state->engine = &engine;
   state->piece_bytes = options.piece_bytes;
   state->group = detail::make_world_group(options);
+  if (state->group->size() > 1) add_hand_off_device(engine);
   return Communicator(std::move(state));
 }
 

@@ -214,19 +214,14 @@ class MpiGroup final : public ProcessGroup {
   void skip(std::uint64_t number, const Exchange& exchange) override { arrive({number, {exchange, std::nullopt}}); }
 
  private:
+  // Never ends the exchange on the calling thread (the hand-off executor
+  // calls this inside the engine's dispatch): a broken group fails it on
+  // the progress thread.
   void arrive(Arrival a) {
-    {
-      std::lock_guard lock(mutex_);
-      if (!broken_) {
-        inbox_.push_back(std::move(a));
-        has_news_.store(true, std::memory_order_release);
-        wake_.notify_one();
-        return;
-      }
-    }
-    // A broken group fails at once what arrives.
-    if (a.waiting.done) (*a.waiting.done)(broken_);
-    mark_ended(1);
+    std::lock_guard lock(mutex_);
+    inbox_.push_back(std::move(a));
+    has_news_.store(true, std::memory_order_release);
+    wake_.notify_one();
   }
 
   void mark_ended(std::uint64_t n) {
@@ -261,9 +256,19 @@ class MpiGroup final : public ProcessGroup {
       if (!has_news_.load(std::memory_order_relaxed) && stop_) return false;
     }
     if (has_news_.load(std::memory_order_relaxed)) {
-      for (Arrival& a : inbox_) waiting_.emplace(a.number, std::move(a.waiting));
-      inbox_.clear();
+      std::vector<Arrival> arrivals;
+      arrivals.swap(inbox_);
       has_news_.store(false, std::memory_order_relaxed);
+      const std::exception_ptr broken = broken_;
+      lock.unlock();
+      if (broken) {
+        // A broken group fails at once what arrives.
+        std::vector<Waiting> failed;
+        for (Arrival& a : arrivals) failed.push_back(std::move(a.waiting));
+        fail_members(failed, broken);
+      } else {
+        for (Arrival& a : arrivals) waiting_.emplace(a.number, std::move(a.waiting));
+      }
     }
     return true;
   }
