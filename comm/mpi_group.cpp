@@ -51,7 +51,7 @@ using Clock = std::chrono::steady_clock;
 constexpr double kDefaultTimeoutSeconds = 600;
 // The most exchanges one bucket holds (the metadata message carries a
 // signature for each).
-constexpr int kMaxMembers = 128;
+constexpr int kMaxMembers = 64;
 // How long the idle progress thread looks for new work before it sleeps.
 constexpr auto kSpinBeforeSleep = std::chrono::microseconds(50);
 // Signatures are made non-zero (0: "not proposed") and never all ones
