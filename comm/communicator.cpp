@@ -163,8 +163,6 @@ std::vector<Exchange> pieces_of(const Exchange& whole, std::size_t piece_bytes) 
   return pieces;
 }
 
-// One asynchronous operation that hands `pieces` to the group once its
-// variables are ready; numbers them first.
 // Runs each hand-off operation inline on the thread that found it ready —
 // usually the progress thread, completing the exchange the operation waited
 // for — so that handing an exchange over wakes no CPU worker. A hand-off
@@ -188,6 +186,8 @@ void add_hand_off_device(Engine& engine) {
   }
 }
 
+// One asynchronous operation that hands `pieces` to the group once its
+// variables are ready; numbers them first.
 void push_exchanges(CommState& s, std::vector<Exchange> pieces, VarList reads, VarList writes,
                     const PushOptions& options, std::string_view name) {
   const std::uint64_t first = s.group->reserve(pieces.size());
@@ -208,7 +208,7 @@ Communicator Communicator::world(Engine& engine, const CommOptions& options) {
   state->engine = &engine;
   state->piece_bytes = options.piece_bytes;
   state->group = detail::make_world_group(options);
-  if (state->group->size() > 1) add_hand_off_device(engine);
+  add_hand_off_device(engine);
   return Communicator(std::move(state));
 }
 
@@ -268,12 +268,12 @@ void Communicator::allreduce(std::vector<Tensor> tensors, ReduceOp op, const Pus
   for (auto& row : chunk) {
     for (int c = 0; c < local; ++c) row.push_back(engine.new_var("allreduce:chunk"));
   }
-  // Takes tensor i's variable and its chunks' (the first and last step).
+  // Takes tensor i's variable and its chunks' (the first and last step):
+  // an empty operation, run inline by the hand-off device.
   auto take_tensor = [&](int i) {
     std::vector<Var> writes = chunk[static_cast<std::size_t>(i)];
     writes.push_back(tensors[static_cast<std::size_t>(i)].var());
-    engine.push([](RunContext&) {}, {}, writes,
-                {.priority = options.priority, .name = name, .property = OpProperty::CpuPrioritized});
+    engine.push([](RunContext&) {}, {}, writes, {.priority = options.priority, .name = name, .device = kHandOffDevice});
   };
   auto step = [&](int i, int c, bool add) {
     if (chunk_size(c) == 0) return;
