@@ -231,7 +231,7 @@ TEST(CommMpi, SmallAllreducesReadyTogetherAreFused) {
     }
     engine->wait_all();  // every input ready before the first allreduce
     const CommStats before = comm->stats();
-    for (const Tensor& g : grads) comm->allreduce({g}, ReduceOp::sum, {.priority = g.numel() % 3});
+    for (const Tensor& g : grads) comm->allreduce({g}, ReduceOp::sum, {.priority = static_cast<int>(g.numel() % 3)});
     for (int k = 0; k < 300; ++k) {
       const auto got = grads[static_cast<std::size_t>(k)].to_host<double>();
       for (std::size_t i = 0; i < got.size(); ++i) {
