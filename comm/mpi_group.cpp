@@ -15,6 +15,12 @@
 // order; while a bucket travels, the exchanges that become ready gather into
 // the next one.
 //
+// Large single allreduces (at least kRingAboveBytes) go around a ring of
+// point-to-point messages on `ring_` instead (reduce-scatter, then
+// allgather, over one chunk per process): Open MPI's MPI_Iallreduce reaches
+// less than half the bandwidth of its blocking MPI_Allreduce on large
+// buffers, the ring about all of it (docs/distributed.md).
+//
 // The thread sleeps on a condition variable while nothing is in flight
 // (after a short spin, so back-to-back collectives do not pay a wake-up).
 // While a request is in flight it polls MPI_Test, yielding between polls:
@@ -39,6 +45,7 @@
 #include <thread>
 #include <vector>
 
+#include "comm/host_math.h"
 #include "comm/mpi_runtime.h"
 #include "comm/process_group.h"
 
@@ -51,7 +58,9 @@ using Clock = std::chrono::steady_clock;
 constexpr double kDefaultTimeoutSeconds = 600;
 // The most exchanges one bucket holds (the metadata message carries a
 // signature for each).
-constexpr int kMaxMembers = 64;
+constexpr int kMaxMembers = 128;
+// Allreduces of at least this size go around the point-to-point ring.
+constexpr std::size_t kRingAboveBytes = std::size_t{256} << 10;
 // How long the idle progress thread looks for new work before it sleeps.
 constexpr auto kSpinBeforeSleep = std::chrono::microseconds(50);
 // Signatures are made non-zero (0: "not proposed") and never all ones
@@ -154,6 +163,17 @@ struct BucketInFlight {
   std::vector<std::byte> packed;  // several members: their data, end to end
   MPI_Request request = MPI_REQUEST_NULL;
   Clock::time_point started;
+  // Around the ring: the buffer (the member's data, or `packed`), the step
+  // under way (of 2 (P - 1)), its receive and send, where reduce-scatter
+  // steps receive, and the tags of its messages.
+  bool ring = false;
+  void* ring_data = nullptr;
+  std::int64_t ring_count = 0;
+  DType ring_dtype = DType::float32;
+  int step = 0;
+  MPI_Request ring_requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  std::vector<std::byte> scratch;
+  int tag_base = 0;
 };
 
 class MpiGroup final : public ProcessGroup {
@@ -161,7 +181,14 @@ class MpiGroup final : public ProcessGroup {
   explicit MpiGroup(const CommOptions& options) : options_(options), timeout_(timeout_from_environment()) {
     check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &data_), "MPI_Comm_dup");
     check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &control_), "MPI_Comm_dup");
-    for (MPI_Comm c : {data_, control_}) check_mpi(MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &ring_), "MPI_Comm_dup");
+    for (MPI_Comm c : {data_, control_, ring_}) {
+      check_mpi(MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    }
+    int* tag_upper_bound = nullptr;
+    int has_bound = 0;
+    MPI_Comm_get_attr(ring_, MPI_TAG_UB, &tag_upper_bound, &has_bound);
+    tag_limit_ = has_bound ? *tag_upper_bound : 32767;
     check_mpi(MPI_Type_contiguous(kMetadataWords, MPI_UINT64_T, &metadata_type_), "MPI_Type_contiguous");
     check_mpi(MPI_Type_commit(&metadata_type_), "MPI_Type_commit");
     check_mpi(MPI_Op_create(&combine_metadata, /*commute=*/1, &metadata_op_), "MPI_Op_create");
@@ -186,6 +213,7 @@ class MpiGroup final : public ProcessGroup {
       MPI_Type_free(&metadata_type_);
       MPI_Comm_free(&data_);
       MPI_Comm_free(&control_);
+      MPI_Comm_free(&ring_);
     }
     mpi_runtime::group_closed();
   }
@@ -367,24 +395,41 @@ class MpiGroup final : public ProcessGroup {
   void start_bucket(std::vector<Waiting> members) {
     BucketInFlight b;
     b.started = Clock::now();
-    int rc;
-    if (members.size() == 1) {
-      rc = issue(members.front().exchange, b.request);
-    } else {
-      std::size_t total = 0;
-      for (const Waiting& w : members) total += w.exchange.bytes();
-      b.packed.resize(total);
+    const Exchange& head = members.front().exchange;
+    // Several members travel packed end to end in one buffer.
+    void* data = head.data;
+    std::size_t bytes = head.bytes();
+    if (members.size() > 1) {
+      bytes = 0;
+      for (const Waiting& w : members) bytes += w.exchange.bytes();
+      b.packed.resize(bytes);
       std::size_t at = 0;
       for (const Waiting& w : members) {
         if (w.exchange.bytes()) std::memcpy(b.packed.data() + at, w.exchange.data, w.exchange.bytes());
         at += w.exchange.bytes();
       }
-      const DType dtype = members.front().exchange.dtype;
-      rc = MPI_Iallreduce(MPI_IN_PLACE, b.packed.data(), static_cast<int>(total / dtype_size(dtype)), mpi_type(dtype),
+      data = b.packed.data();
+    }
+    int rc;
+    if (head.kind == Exchange::Kind::allreduce && bytes >= kRingAboveBytes) {
+      b.ring = true;
+      b.ring_data = data;
+      b.ring_dtype = head.dtype;
+      b.ring_count = static_cast<std::int64_t>(bytes / dtype_size(head.dtype));
+      b.scratch.resize((static_cast<std::size_t>(b.ring_count) / static_cast<std::size_t>(size_) + 1) *
+                       dtype_size(head.dtype));
+      // Unique among the rings in flight: they start in the same order everywhere.
+      const int per_ring = 2 * size_;
+      b.tag_base = static_cast<int>(rings_started_++ % static_cast<std::uint64_t>(tag_limit_ / per_ring)) * per_ring;
+      rc = post_ring_step(b);
+    } else if (members.size() == 1) {
+      rc = issue(head, b.request);
+    } else {
+      rc = MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(bytes / dtype_size(head.dtype)), mpi_type(head.dtype),
                           MPI_SUM, data_, &b.request);
     }
     if (rc != MPI_SUCCESS) {
-      return fail_members(members, comm_error(members.front().exchange, "MPI failed to start it: " + mpi_error_text(rc)));
+      return fail_members(members, comm_error(head, "MPI failed to start it: " + mpi_error_text(rc)));
     }
     exchanges_started_.fetch_add(members.size(), std::memory_order_relaxed);
     buckets_started_.fetch_add(1, std::memory_order_relaxed);
@@ -410,10 +455,67 @@ class MpiGroup final : public ProcessGroup {
     return MPI_ERR_OTHER;
   }
 
+  // Chunk c of the ring: elements [c n / P, (c + 1) n / P).
+  std::int64_t chunk_begin(const BucketInFlight& b, int c) const {
+    return static_cast<std::int64_t>(c) * b.ring_count / size_;
+  }
+
+  // Posts step `b.step` of the ring: in reduce-scatter step s a process
+  // sends chunk (rank - s) to its right and receives chunk (rank - s - 1)
+  // from its left, to add into its own; in allgather step s it sends the
+  // reduced chunk (rank + 1 - s) and receives chunk (rank - s) in place.
+  int post_ring_step(BucketInFlight& b) {
+    const int p = size_, steps_per_phase = p - 1;
+    const bool reducing = b.step < steps_per_phase;
+    const int s = reducing ? b.step : b.step - steps_per_phase;
+    const int send_chunk = (rank_ - s + (reducing ? 0 : 1) + 2 * p) % p;
+    const int recv_chunk = (rank_ - s - (reducing ? 1 : 0) + 2 * p) % p;
+    const auto size = static_cast<std::int64_t>(dtype_size(b.ring_dtype));
+    char* data = static_cast<char*>(b.ring_data);
+    const std::int64_t recv_count = chunk_begin(b, recv_chunk + 1) - chunk_begin(b, recv_chunk);
+    const std::int64_t send_count = chunk_begin(b, send_chunk + 1) - chunk_begin(b, send_chunk);
+    void* into = reducing ? static_cast<void*>(b.scratch.data()) : data + chunk_begin(b, recv_chunk) * size;
+    const int tag = b.tag_base + b.step;
+    int rc = MPI_Irecv(into, static_cast<int>(recv_count), mpi_type(b.ring_dtype), (rank_ - 1 + p) % p, tag, ring_,
+                       &b.ring_requests[0]);
+    if (rc == MPI_SUCCESS) {
+      rc = MPI_Isend(data + chunk_begin(b, send_chunk) * size, static_cast<int>(send_count), mpi_type(b.ring_dtype),
+                     (rank_ + 1) % p, tag, ring_, &b.ring_requests[1]);
+    }
+    return rc;
+  }
+
+  // Advances a ring bucket as far as its messages allow; `finished` once
+  // its last step is done. Returns MPI's error code.
+  int advance_ring(BucketInFlight& b, bool& finished) {
+    finished = false;
+    for (;;) {
+      int flag = 0;
+      const int rc = MPI_Testall(2, b.ring_requests, &flag, MPI_STATUSES_IGNORE);
+      if (rc != MPI_SUCCESS || !flag) return rc;
+      const int steps_per_phase = size_ - 1;
+      if (b.step < steps_per_phase) {
+        const int chunk = (rank_ - b.step - 1 + 2 * size_) % size_;
+        const std::int64_t begin = chunk_begin(b, chunk);
+        host_math::add(b.ring_dtype,
+                       static_cast<char*>(b.ring_data) + begin * static_cast<std::int64_t>(dtype_size(b.ring_dtype)),
+                       b.scratch.data(), 0, chunk_begin(b, chunk + 1) - begin);
+      }
+      if (++b.step == 2 * steps_per_phase) {
+        finished = true;
+        return MPI_SUCCESS;
+      }
+      const int posted = post_ring_step(b);
+      if (posted != MPI_SUCCESS) return posted;
+    }
+  }
+
   void test_buckets() {
     for (auto it = buckets_.begin(); it != buckets_.end();) {
       int flag = 0;
-      const int rc = MPI_Test(&it->request, &flag, MPI_STATUS_IGNORE);
+      bool finished = false;
+      const int rc = it->ring ? advance_ring(*it, finished) : MPI_Test(&it->request, &flag, MPI_STATUS_IGNORE);
+      flag = flag || finished;
       if (rc == MPI_SUCCESS && !flag) {
         ++it;
         continue;
@@ -478,7 +580,8 @@ class MpiGroup final : public ProcessGroup {
 
   const CommOptions options_;
   const double timeout_;
-  MPI_Comm data_ = MPI_COMM_NULL, control_ = MPI_COMM_NULL;
+  MPI_Comm data_ = MPI_COMM_NULL, control_ = MPI_COMM_NULL, ring_ = MPI_COMM_NULL;
+  int tag_limit_ = 32767;
   MPI_Datatype metadata_type_ = MPI_DATATYPE_NULL;
   MPI_Op metadata_op_ = MPI_OP_NULL;
   int rank_ = 0, size_ = 1;
@@ -500,6 +603,7 @@ class MpiGroup final : public ProcessGroup {
   // not move, hence optional and list.
   std::optional<MetaInFlight> meta_;
   std::list<BucketInFlight> buckets_;
+  std::uint64_t rings_started_ = 0;
 
   std::thread thread_;
 };

@@ -74,7 +74,8 @@ TEST(CommMpi, AllreduceOverProcessesAndLocalDevices) {
     Communicator comm = Communicator::world(*engine);
     SKIP_UNLESS_SEVERAL_PROCESSES(comm);
     const int p = comm.process_rank(), ranks = local * comm.process_count();
-    for (std::int64_t n : {0, 1, 7, 1 << 18}) {
+    // Up to 4 MiB: large chunks go around the point-to-point ring.
+    for (std::int64_t n : {0, 1, 7, 1 << 18, (1 << 19) + 3}) {
       for (DType dtype : {DType::float32, DType::float64}) {
         for (ReduceOp op : {ReduceOp::sum, ReduceOp::mean}) {
           std::vector<Tensor> t;
