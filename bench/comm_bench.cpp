@@ -75,6 +75,13 @@ double time_many(depengine::Engine& engine, depengine::Communicator& comm, const
   return slowest(std::chrono::duration<double>(Clock::now() - start).count()) / repeats;
 }
 
+// A JSON number that keeps nanoseconds of a time in seconds.
+std::string number(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.9g", v);
+  return text;
+}
+
 std::string size_text(std::size_t bytes) {
   if (bytes >= (1u << 20)) return std::to_string(bytes >> 20) + " MiB";
   if (bytes >= (1u << 10)) return std::to_string(bytes >> 10) + " KiB";
@@ -117,9 +124,8 @@ int main(int argc, char** argv) {
                     raw * 1e6, dep * 1e6, raw_bw, dep_bw, dep_bw / raw_bw);
         json += std::string(json.size() > 1 ? "," : "") + "\n {\"benchmark\": \"allreduce\", \"bytes\": " +
                 std::to_string(bytes) + ", \"processes\": " + std::to_string(processes) +
-                ", \"raw_mpi_seconds\": " + std::to_string(raw) + ", \"depengine_seconds\": " + std::to_string(dep) +
-                ", \"raw_busbw_gbs\": " + std::to_string(raw_bw) + ", \"depengine_busbw_gbs\": " +
-                std::to_string(dep_bw) + "}";
+                ", \"raw_mpi_seconds\": " + number(raw) + ", \"depengine_seconds\": " + number(dep) +
+                ", \"raw_busbw_gbs\": " + number(raw_bw) + ", \"depengine_busbw_gbs\": " + number(dep_bw) + "}";
       }
     }
 
@@ -142,10 +148,9 @@ int main(int argc, char** argv) {
                   "each %.3f ms: fused %.1fx faster; one allreduce of 4000 KiB %.3f ms\n",
                   fused * 1e3, per_bucket, each * 1e3, each / fused, single * 1e3);
       json += ",\n {\"benchmark\": \"many_small\", \"tensors\": 1000, \"bytes_each\": 4096, \"processes\": " +
-              std::to_string(processes) + ", \"fused_seconds\": " + std::to_string(fused) +
-              ", \"tensors_per_collective\": " + std::to_string(per_bucket) +
-              ", \"one_by_one_seconds\": " + std::to_string(each) +
-              ", \"one_buffer_seconds\": " + std::to_string(single) + "}";
+              std::to_string(processes) + ", \"fused_seconds\": " + number(fused) +
+              ", \"tensors_per_collective\": " + number(per_bucket) + ", \"one_by_one_seconds\": " + number(each) +
+              ", \"one_buffer_seconds\": " + number(single) + "}";
     }
   }
   if (rank == 0 && json_path) {
