@@ -152,7 +152,6 @@ struct Arrival {
 
 struct MetaInFlight {
   std::uint64_t first = 0;
-  std::uint64_t proposed_end = 0;
   Metadata sent{}, received{};
   MPI_Request request = MPI_REQUEST_NULL;
   Clock::time_point started;
@@ -328,7 +327,6 @@ class MpiGroup final : public ProcessGroup {
     meta_.emplace();
     MetaInFlight& m = *meta_;
     m.first = first;
-    m.proposed_end = end;
     m.started = Clock::now();
     m.sent.end = end;
     m.sent.healthy = head.done ? ~std::uint64_t{0} : ~(std::uint64_t{1} << (rank_ % 64));
