@@ -15,7 +15,7 @@
 // order; while a bucket travels, the exchanges that become ready gather into
 // the next one.
 //
-// Large single allreduces (at least kRingAboveBytes) go around a ring of
+// Allreduce buckets of at least kRingAboveBytes go around a ring of
 // point-to-point messages on `ring_` instead (reduce-scatter, then
 // allgather, over one chunk per process): Open MPI's MPI_Iallreduce reaches
 // less than half the bandwidth of its blocking MPI_Allreduce on large
@@ -60,7 +60,7 @@ constexpr double kDefaultTimeoutSeconds = 600;
 // signature for each).
 constexpr int kMaxMembers = 128;
 // Allreduces of at least this size go around the point-to-point ring.
-constexpr std::size_t kRingAboveBytes = std::size_t{256} << 10;
+constexpr std::size_t kRingAboveBytes = std::size_t{16} << 10;
 // How long the idle progress thread looks for new work before it sleeps.
 constexpr auto kSpinBeforeSleep = std::chrono::microseconds(50);
 // Signatures are made non-zero (0: "not proposed") and never all ones
