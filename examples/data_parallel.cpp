@@ -48,28 +48,41 @@ std::vector<Tensor> DataParallelMlp::train_step(const std::vector<Batch>& parts)
     grads.push_back(grad);
   }
   // Backward, layer by layer on every replica; each layer's gradients are
-  // averaged over all ranks as soon as they are pushed.
-  for (std::size_t l = layers; l-- > 0;) {
-    std::vector<Tensor> grad_w, grad_b;
-    for (int j = 0; j < k; ++j) {
-      const Tensor& g = grads[static_cast<std::size_t>(j)];
-      grad_w.push_back(ops::matmul(inputs[static_cast<std::size_t>(j)][l], g, /*trans_a=*/true));
-      grad_b.push_back(ops::sum(g, 0));
-    }
+  // averaged over all ranks as soon as they are pushed (or, without
+  // overlap, once every layer's are).
+  std::vector<std::vector<Tensor>> grad_w(layers), grad_b(layers);  // [layer][replica]
+  auto average = [&](std::size_t l) {
     const int priority = static_cast<int>(layers - l);
-    comm_.allreduce(grad_w, ReduceOp::mean, {.priority = priority, .name = "allreduce:weights"});
-    comm_.allreduce(grad_b, ReduceOp::mean, {.priority = priority, .name = "allreduce:bias"});
+    comm_.allreduce(grad_w[l], ReduceOp::mean, {.priority = priority, .name = "allreduce:weights"});
+    comm_.allreduce(grad_b[l], ReduceOp::mean, {.priority = priority, .name = "allreduce:bias"});
+  };
+  auto update = [&](std::size_t l) {
     for (int j = 0; j < k; ++j) {
-      auto& w = weights_[static_cast<std::size_t>(j)];
-      if (l > 0) {
-        const Tensor& in = inputs[static_cast<std::size_t>(j)][l];
-        Tensor grad_in = ops::matmul(grads[static_cast<std::size_t>(j)], w[l], false, /*trans_b=*/true);
-        ops::relu_grad(in, grad_in, grad_in);
-        grads[static_cast<std::size_t>(j)] = grad_in;
-      }
-      ops::sgd_update(w[l], grad_w[static_cast<std::size_t>(j)], config_.learning_rate);
-      ops::sgd_update(biases_[static_cast<std::size_t>(j)][l], grad_b[static_cast<std::size_t>(j)], config_.learning_rate);
+      const auto r = static_cast<std::size_t>(j);
+      ops::sgd_update(weights_[r][l], grad_w[l][r], config_.learning_rate);
+      ops::sgd_update(biases_[r][l], grad_b[l][r], config_.learning_rate);
     }
+  };
+  for (std::size_t l = layers; l-- > 0;) {
+    for (int j = 0; j < k; ++j) {
+      const auto r = static_cast<std::size_t>(j);
+      grad_w[l].push_back(ops::matmul(inputs[r][l], grads[r], /*trans_a=*/true));
+      grad_b[l].push_back(ops::sum(grads[r], 0));
+      if (l > 0) {
+        // Reads the weights before their update, which is pushed after it.
+        Tensor grad_in = ops::matmul(grads[r], weights_[r][l], false, /*trans_b=*/true);
+        ops::relu_grad(inputs[r][l], grad_in, grad_in);
+        grads[r] = grad_in;
+      }
+    }
+    if (config_.overlap) {
+      average(l);
+      update(l);
+    }
+  }
+  if (!config_.overlap) {
+    for (std::size_t l = layers; l-- > 0;) average(l);
+    for (std::size_t l = layers; l-- > 0;) update(l);
   }
   return losses;
 }

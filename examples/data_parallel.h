@@ -33,6 +33,10 @@ struct DataParallelConfig {
   std::uint64_t seed = 1;
   /// One replica per device, in local rank order.
   std::vector<Device> devices = {Device::cpu()};
+  /// Push each layer's allreduces as soon as its gradients are pushed, so
+  /// that they overlap the rest of backward; false pushes them after every
+  /// layer's gradients (compute, then communicate). The results are equal.
+  bool overlap = true;
 };
 
 class DataParallelMlp {

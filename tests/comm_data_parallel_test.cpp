@@ -21,7 +21,7 @@ namespace {
 constexpr std::int64_t kGlobalBatch = 64;
 constexpr int kEpochs = 3;
 
-std::vector<float> train_replicated(int k, int epochs = kEpochs) {
+std::vector<float> train_replicated(int k, int epochs = kEpochs, bool overlap = true) {
   Engine engine(EngineOptions{.cpu_threads = 2, .read_environment = false});
   std::vector<Device> devices;
   for (int j = 0; j < k; ++j) {
@@ -31,7 +31,8 @@ std::vector<float> train_replicated(int k, int epochs = kEpochs) {
   Communicator comm = Communicator::world(engine);
   const auto [all_train, test] = examples::split(examples::make_blobs(600, 16, 4, 3), 0.2, 1);
   const examples::Dataset train = examples::whole_global_batches(all_train, kGlobalBatch);
-  examples::DataParallelMlp mlp(engine, comm, {.layers = {16, 24, 4}, .learning_rate = 0.2, .devices = devices});
+  examples::DataParallelMlp mlp(engine, comm,
+                                {.layers = {16, 24, 4}, .learning_rate = 0.2, .devices = devices, .overlap = overlap});
   const auto shards = examples::shard_batches(engine, train, kGlobalBatch / k, mlp, 0);
   for (int e = 0; e < epochs; ++e) {
     for (const auto& step : shards) mlp.train_step(step);
@@ -57,6 +58,12 @@ TEST(DataParallel, ReplicasMatchOneModelOnTheSameGlobalBatches) {
       ASSERT_NEAR(many[i], one[i], 1e-4 * (1.0 + std::abs(one[i]))) << "k = " << k << ", parameter " << i;
     }
   }
+}
+
+// Allreduces pushed as each layer's gradients are, or after all of them:
+// the same operations on the same values, so the same bits.
+TEST(DataParallel, OverlapChangesTheScheduleNotTheResults) {
+  EXPECT_EQ(train_replicated(2, 2, /*overlap=*/true), train_replicated(2, 2, /*overlap=*/false));
 }
 
 }  // namespace
