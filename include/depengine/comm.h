@@ -14,23 +14,28 @@
 /// tensor waits for the collective's result. Inside a process, allreduce runs
 /// the ring of the local tensors (reduce-scatter, then allgather, chunk by
 /// chunk, each step an operation on the receiving device); across processes
-/// each chunk is reduced with MPI's nonblocking collectives, driven by one
-/// progress thread per communicator that sleeps while no collective waits.
+/// each chunk is reduced with MPI's nonblocking collectives (from 16 KiB, a
+/// ring of point-to-point messages), driven by one progress thread per
+/// communicator that sleeps while no collective waits. Small allreduces that
+/// are ready together go out fused (`CommOptions`). `world` adds the device
+/// `Device::custom(63)` to the engine: it runs the operations that hand
+/// exchanges to the progress thread.
 ///
 /// **Issue order.** Every process must push the same collectives on a
 /// communicator in the same order (one pushing thread, or an order the
 /// threads agree on). The engine runs them whenever their inputs are ready,
 /// which differs between processes; the progress thread therefore *starts*
 /// them in push order only, however they became ready, so no process waits
-/// for a collective another process has not started. Each collective is
-/// preceded by a small metadata exchange (kind, dtype, element count, local
-/// tensor count, root, whether its inputs failed), so that mismatched shapes,
-/// dtypes or orders, or an input that failed on one process, give an error
-/// on every process instead of a hang or mixed-up data.
+/// for a collective another process has not started. Each collective (or
+/// fused bucket) is preceded by a small metadata exchange (kind, dtype,
+/// element count, local tensor count, root, whether its inputs failed), so
+/// that mismatched shapes, dtypes or orders, or an input that failed on one
+/// process, give an error on every process instead of a hang or mixed-up
+/// data.
 ///
 /// **Errors.** Bad arguments (no tensors, a null tensor, one of another
 /// engine, tensors that differ in shape or dtype, a tensor listed twice,
-/// CUDA tensors, which the communicator does not handle yet) throw
+/// CUDA tensors, which the communicator does not handle) throw
 /// `std::invalid_argument` at push and push nothing. A failure while the
 /// collective runs (a peer disagreed, an input failed somewhere, MPI
 /// reported an error, or a peer did not take part within
