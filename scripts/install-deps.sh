@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages depengine builds and tests with, if missing.
 set -euo pipefail
+# libopenmpi-dev openmpi-bin: the communicator's transport (comm/) and mpirun
+# for its multi-process tests.
 # libstarpu-dev: core_bench's StarPU peer (optional in CMake); without
 # recommends it adds 37 packages, 13 MB to download, 61 MB installed (Debian 12),
 # and no CUDA.
@@ -9,7 +11,7 @@ set -euo pipefail
 # NumPy and pytest come from PyPI).
 packages=(cmake g++ make pkg-config libtbb-dev libboost-dev libgtest-dev libbenchmark-dev
           libopenblas-dev nlohmann-json3-dev libcli11-dev libxml2-dev python3 python3-venv
-          python3-dev chromium libstarpu-dev)
+          python3-dev chromium libstarpu-dev libopenmpi-dev openmpi-bin)
 if ! dpkg -s "${packages[@]}" >/dev/null 2>&1; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo=sudo

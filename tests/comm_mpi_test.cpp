@@ -1,0 +1,340 @@
+// Collectives across processes: run under mpirun (ctest runs it with 2 and
+// 3 processes); every process runs the same tests in the same order. Inputs
+// are integers, so results compare bit for bit with a host reference.
+// Outside mpirun, or built without MPI, the tests skip.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <depengine/comm.h>
+#include <depengine/emulated_device.h>
+#include <depengine/engine.h>
+#include <depengine/ops.h>
+#include <depengine/tensor.h>
+
+namespace depengine {
+namespace {
+
+std::unique_ptr<Engine> engine_with_devices(int devices, EngineKind kind = EngineKind::Threaded) {
+  auto engine = std::make_unique<Engine>(EngineOptions{.kind = kind, .cpu_threads = 2, .read_environment = false});
+  for (int d = 0; d < devices; ++d) add_emulated_device(*engine, d, {.compute_streams = 1});
+  return engine;
+}
+
+#define SKIP_UNLESS_SEVERAL_PROCESSES(comm)                                                        \
+  if ((comm).process_count() < 2) GTEST_SKIP() << "needs several processes (run under mpirun); " \
+                                               << (comm).describe()
+
+double value_at(int rank, std::int64_t i, int salt) {
+  return static_cast<double>(static_cast<int>((i * 7 + rank * 13 + salt * 31) % 101) - 50);
+}
+
+// A tensor of rank `rank`'s values for `salt`, written by an operation that
+// first sleeps `delay`: the collective's input becomes ready late.
+Tensor produced_late(Engine& engine, int rank, std::int64_t n, DType dtype, Device device, int salt,
+                     std::chrono::microseconds delay) {
+  Tensor t = Tensor::empty(engine, {n}, dtype, device);
+  engine.push(
+      [p = t.data(), n, dtype, rank, salt, delay](RunContext&) {
+        std::this_thread::sleep_for(delay);
+        for (std::int64_t i = 0; i < n; ++i) {
+          if (dtype == DType::float64) static_cast<double*>(p)[i] = value_at(rank, i, salt);
+          else static_cast<float*>(p)[i] = static_cast<float>(value_at(rank, i, salt));
+        }
+      },
+      {}, {t.var()}, {.name = "produce", .device = device});
+  return t;
+}
+
+double reduced(double sum, ReduceOp op, int ranks, DType dtype) {
+  if (op == ReduceOp::sum) return sum;
+  if (dtype == DType::float32) return static_cast<float>(sum) * static_cast<float>(1.0 / ranks);
+  return sum * (1.0 / ranks);
+}
+
+TEST(CommMpi, WorldSpansTheLaunchedProcesses) {
+  Engine engine;
+  Communicator comm = Communicator::world(engine);
+  SKIP_UNLESS_SEVERAL_PROCESSES(comm);
+  EXPECT_NE(comm.describe().find("MPI"), std::string::npos) << comm.describe();
+  EXPECT_GE(comm.process_rank(), 0);
+  EXPECT_LT(comm.process_rank(), comm.process_count());
+  comm.barrier();
+}
+
+TEST(CommMpi, AllreduceOverProcessesAndLocalDevices) {
+  for (int local = 1; local <= 3; ++local) {
+    auto engine = engine_with_devices(local);
+    Communicator comm = Communicator::world(*engine);
+    SKIP_UNLESS_SEVERAL_PROCESSES(comm);
+    const int p = comm.process_rank(), ranks = local * comm.process_count();
+    // Up to 4 MiB: large chunks go around the point-to-point ring.
+    for (std::int64_t n : {0, 1, 7, 1 << 18, (1 << 19) + 3}) {
+      for (DType dtype : {DType::float32, DType::float64}) {
+        for (ReduceOp op : {ReduceOp::sum, ReduceOp::mean}) {
+          std::vector<Tensor> t;
+          for (int j = 0; j < local; ++j) {
+            t.push_back(produced_late(*engine, p * local + j, n, dtype, Device::emulated(j), 0, {}));
+          }
+          comm.allreduce(t, op);
+          for (int j = 0; j < local; ++j) {
+            const auto got = t[static_cast<std::size_t>(j)].to_host<double>();
+            for (std::int64_t i = 0; i < n; ++i) {
+              double sum = 0;
+              for (int r = 0; r < ranks; ++r) sum += value_at(r, i, 0);
+              ASSERT_EQ(got[static_cast<std::size_t>(i)], reduced(sum, op, ranks, dtype))
+                  << local << " local, n " << n << ", element " << i;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(CommMpi, BroadcastFromEveryRoot) {
+  auto engine = engine_with_devices(2);
+  Communicator comm = Communicator::world(*engine);
+  SKIP_UNLESS_SEVERAL_PROCESSES(comm);
+  const int p = comm.process_rank();
+  for (int root = 0; root < comm.process_count(); ++root) {
+    std::vector<Tensor> t = {produced_late(*engine, 2 * p, 100, DType::float32, Device::emulated(0), root, {}),
+                             produced_late(*engine, 2 * p + 1, 100, DType::float32, Device::emulated(1), root, {})};
+    comm.broadcast(t, root);
+    for (const Tensor& x : t) {
+      const auto got = x.to_host<double>();
+      for (std::int64_t i = 0; i < 100; ++i) ASSERT_EQ(got[static_cast<std::size_t>(i)], value_at(2 * root, i, root));
+    }
+  }
+}
+
+// A random sequence of collectives, the same on every process, whose inputs
+// are written by operations of random durations that differ per process, so
+// that the collectives become ready in a different order on each; with
+// mixed priorities. Every result is checked.
+// Default options, and tiny buckets and pieces (every large exchange cut in
+// many pieces, fused runs cut short), so that cutting and fusing meet
+// random ready orders.
+class RandomCollectives : public ::testing::TestWithParam<CommOptions> {};
+
+TEST_P(RandomCollectives, WithDifferentReadyOrders) {
+  constexpr int kLocal = 2, kCollectives = 40;
+  auto engine = engine_with_devices(kLocal);
+  Communicator comm = Communicator::world(*engine, GetParam());
+  SKIP_UNLESS_SEVERAL_PROCESSES(comm);
+  const int p = comm.process_rank(), processes = comm.process_count(), ranks = kLocal * processes;
+  std::mt19937 shared(2026);                       // the same sequence everywhere
+  std::mt19937 own(static_cast<unsigned>(p) + 7);  // delays of this process
+
+  enum class Kind { allreduce, broadcast, allgather, reduce_scatter };
+  struct Pushed {
+    Kind kind;
+    std::int64_t n;
+    DType dtype;
+    ReduceOp op;
+    int root;
+    std::vector<Tensor> outputs;
+  };
+  std::vector<Pushed> pushed;
+  for (int k = 0; k < kCollectives; ++k) {
+    Pushed c;
+    c.kind = static_cast<Kind>(std::uniform_int_distribution<int>(0, 3)(shared));
+    c.n = std::uniform_int_distribution<std::int64_t>(0, 3000)(shared);
+    c.dtype = std::uniform_int_distribution<int>(0, 1)(shared) ? DType::float64 : DType::float32;
+    c.op = std::uniform_int_distribution<int>(0, 1)(shared) ? ReduceOp::mean : ReduceOp::sum;
+    c.root = std::uniform_int_distribution<int>(0, processes - 1)(shared);
+    const PushOptions options{.priority = std::uniform_int_distribution<int>(-2, 2)(shared)};
+    const std::int64_t in_n = c.kind == Kind::reduce_scatter ? ranks * c.n : c.n;
+    std::vector<Tensor> inputs;
+    for (int j = 0; j < kLocal; ++j) {
+      const auto delay = std::chrono::microseconds(std::uniform_int_distribution<int>(0, 4000)(own));
+      inputs.push_back(produced_late(*engine, p * kLocal + j, in_n, c.dtype, Device::emulated(j), k, delay));
+    }
+    switch (c.kind) {
+      case Kind::allreduce:
+        comm.allreduce(inputs, c.op, options);
+        c.outputs = inputs;
+        break;
+      case Kind::broadcast:
+        comm.broadcast(inputs, c.root, options);
+        c.outputs = inputs;
+        break;
+      case Kind::allgather:
+      case Kind::reduce_scatter:
+        for (int j = 0; j < kLocal; ++j) {
+          const std::int64_t out_n = c.kind == Kind::allgather ? ranks * c.n : c.n;
+          c.outputs.push_back(Tensor::zeros(*engine, {out_n}, c.dtype, Device::emulated(j)));
+        }
+        if (c.kind == Kind::allgather) comm.allgather(inputs, c.outputs, options);
+        else comm.reduce_scatter(inputs, c.outputs, c.op, options);
+        break;
+    }
+    pushed.push_back(std::move(c));
+  }
+  for (int k = 0; k < kCollectives; ++k) {
+    const Pushed& c = pushed[static_cast<std::size_t>(k)];
+    for (int j = 0; j < kLocal; ++j) {
+      const auto got = c.outputs[static_cast<std::size_t>(j)].to_host<double>();
+      const int me = p * kLocal + j;
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        const auto e = static_cast<std::int64_t>(i);
+        double expected = 0;
+        switch (c.kind) {
+          case Kind::allreduce: {
+            double sum = 0;
+            for (int r = 0; r < ranks; ++r) sum += value_at(r, e, k);
+            expected = reduced(sum, c.op, ranks, c.dtype);
+            break;
+          }
+          case Kind::broadcast: expected = value_at(c.root * kLocal, e, k); break;
+          case Kind::allgather: expected = value_at(static_cast<int>(e / c.n), e % c.n, k); break;
+          case Kind::reduce_scatter: {
+            double sum = 0;
+            for (int r = 0; r < ranks; ++r) sum += value_at(r, me * c.n + e, k);
+            expected = reduced(sum, c.op, ranks, c.dtype);
+            break;
+          }
+        }
+        ASSERT_EQ(got[i], expected) << "collective " << k << " (kind " << static_cast<int>(c.kind) << ", n "
+                                    << c.n << "), local " << j << ", element " << i;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Options, RandomCollectives,
+                         ::testing::Values(CommOptions{},
+                                           CommOptions{.fuse_below_bytes = 4096, .bucket_bytes = 6000, .piece_bytes = 1000}),
+                         [](const ::testing::TestParamInfo<CommOptions>& info) {
+                           return info.param.piece_bytes == CommOptions{}.piece_bytes ? std::string("defaults")
+                                                                                      : std::string("tiny");
+                         });
+
+// Many small allreduces whose inputs are all ready go out fused: fewer MPI
+// collectives than exchanges, the same results as one by one.
+TEST(CommMpi, SmallAllreducesReadyTogetherAreFused) {
+  auto engine = engine_with_devices(1);
+  Communicator fused = Communicator::world(*engine);
+  Communicator one_by_one = Communicator::world(*engine, {.fuse_below_bytes = 0});
+  SKIP_UNLESS_SEVERAL_PROCESSES(fused);
+  const int p = fused.process_rank(), processes = fused.process_count();
+  for (Communicator* comm : {&fused, &one_by_one}) {
+    std::vector<Tensor> grads;
+    for (int k = 0; k < 300; ++k) {
+      grads.push_back(produced_late(*engine, p, 1 + k % 37, k % 5 == 0 ? DType::float64 : DType::float32,
+                                    Device::cpu(), k, {}));
+    }
+    engine->wait_all();  // every input ready before the first allreduce
+    const CommStats before = comm->stats();
+    for (const Tensor& g : grads) comm->allreduce({g}, ReduceOp::sum, {.priority = static_cast<int>(g.numel() % 3)});
+    for (int k = 0; k < 300; ++k) {
+      const auto got = grads[static_cast<std::size_t>(k)].to_host<double>();
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        double sum = 0;
+        for (int r = 0; r < processes; ++r) sum += value_at(r, static_cast<std::int64_t>(i), k);
+        ASSERT_EQ(got[i], sum) << "allreduce " << k;
+      }
+    }
+    const CommStats after = comm->stats();
+    EXPECT_EQ(after.exchanges - before.exchanges, 300u);
+    if (comm == &fused) EXPECT_LT(after.buckets - before.buckets, 300u);
+    else EXPECT_EQ(after.buckets - before.buckets, 300u);
+  }
+}
+
+// A tensor larger than a piece goes out in pieces, each its own exchange.
+TEST(CommMpi, LargeTensorsGoInPieces) {
+  auto engine = engine_with_devices(2);
+  Communicator comm = Communicator::world(*engine, {.piece_bytes = 4096});
+  SKIP_UNLESS_SEVERAL_PROCESSES(comm);
+  const int p = comm.process_rank(), ranks = 2 * comm.process_count();
+  const std::int64_t n = 100001;  // two chunks of about 200 KB, about 49 pieces each
+  std::vector<Tensor> t = {produced_late(*engine, 2 * p, n, DType::float32, Device::emulated(0), 3, {}),
+                           produced_late(*engine, 2 * p + 1, n, DType::float32, Device::emulated(1), 3, {})};
+  const CommStats before = comm.stats();
+  comm.allreduce(t, ReduceOp::mean);
+  const auto got = t[1].to_host<double>();
+  for (std::int64_t i = 0; i < n; ++i) {
+    double sum = 0;
+    for (int r = 0; r < ranks; ++r) sum += value_at(r, i, 3);
+    ASSERT_EQ(got[static_cast<std::size_t>(i)], reduced(sum, ReduceOp::mean, ranks, DType::float32)) << i;
+  }
+  EXPECT_EQ(comm.stats().exchanges - before.exchanges, 2u * ((n / 2 * 4 + 4095) / 4096));
+}
+
+TEST(CommMpi, MismatchedShapesFailOnEveryProcessAndTheCommunicatorGoesOn) {
+  auto engine = engine_with_devices(1);
+  Communicator comm = Communicator::world(*engine);
+  SKIP_UNLESS_SEVERAL_PROCESSES(comm);
+  const int p = comm.process_rank();
+  Tensor t = Tensor::full(*engine, {p == 0 ? 5 : 6}, 1.0, DType::float32, Device::emulated(0));
+  comm.allreduce({t});
+  try {
+    t.to_host<float>();
+    ADD_FAILURE() << "an allreduce of mismatched shapes succeeded";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("disagree"), std::string::npos) << e.what();
+  }
+  Tensor u = Tensor::full(*engine, {6}, 1.0, DType::float32, Device::emulated(0));
+  comm.allreduce({u});
+  for (float v : u.to_host<float>()) EXPECT_EQ(v, static_cast<float>(comm.process_count()));
+}
+
+TEST(CommMpi, MismatchedDtypesFailOnEveryProcess) {
+  auto engine = engine_with_devices(1);
+  Communicator comm = Communicator::world(*engine);
+  SKIP_UNLESS_SEVERAL_PROCESSES(comm);
+  const DType dtype = comm.process_rank() == 0 ? DType::float64 : DType::float32;
+  Tensor t = Tensor::full(*engine, {4}, 1.0, dtype, Device::emulated(0));
+  comm.allreduce({t});
+  EXPECT_THROW(t.to_host<double>(), std::runtime_error);
+}
+
+TEST(CommMpi, AnInputThatFailsOnOneProcessFailsTheCollectiveEverywhere) {
+  auto engine = engine_with_devices(2);
+  Communicator comm = Communicator::world(*engine);
+  SKIP_UNLESS_SEVERAL_PROCESSES(comm);
+  const int p = comm.process_rank();
+  Tensor a = Tensor::full(*engine, {10}, 1.0, DType::float32, Device::emulated(0));
+  Tensor b = Tensor::full(*engine, {10}, 1.0, DType::float32, Device::emulated(1));
+  if (p == 1) engine->push([](RunContext&) { throw std::runtime_error("kernel failed on process 1"); }, {}, {b.var()});
+  comm.allreduce({a, b});
+  try {
+    a.to_host<float>();
+    ADD_FAILURE() << "the collective succeeded although an input failed";
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    if (p == 1) EXPECT_EQ(what, "kernel failed on process 1");
+    else EXPECT_NE(what.find("an input failed on process 1"), std::string::npos) << what;
+  }
+  EXPECT_THROW(b.to_host<float>(), std::runtime_error);  // each failed tensor reports once
+  ops::fill(a, 1.0);
+  ops::fill(b, 2.0);
+  comm.allreduce({a, b});
+  for (float v : b.to_host<float>()) EXPECT_EQ(v, 3.0f * static_cast<float>(comm.process_count()));
+}
+
+TEST(CommMpi, NaiveEngineAndBarriers) {
+  auto engine = engine_with_devices(2, EngineKind::Naive);
+  Communicator comm = Communicator::world(*engine);
+  SKIP_UNLESS_SEVERAL_PROCESSES(comm);
+  const int p = comm.process_rank();
+  for (int round = 0; round < 5; ++round) {
+    std::vector<Tensor> t = {Tensor::full(*engine, {17}, p + round, DType::float64, Device::emulated(0)),
+                             Tensor::full(*engine, {17}, 1.0, DType::float64, Device::emulated(1))};
+    comm.allreduce(t);
+    comm.barrier();
+    double expected = 0;
+    for (int q = 0; q < comm.process_count(); ++q) expected += q + round + 1.0;
+    for (double v : t[0].to_host<double>()) ASSERT_EQ(v, expected);
+  }
+}
+
+}  // namespace
+}  // namespace depengine

@@ -1,0 +1,326 @@
+// Collectives inside one process: 1 to 4 local tensors on emulated devices
+// (and the CPU), against a host reference; ordering against the tensors'
+// other operations; misuse and failed inputs. Values are integers, so that
+// sums are exact in any order and results are compared bit for bit.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include <depengine/comm.h>
+#include <depengine/emulated_device.h>
+#include <depengine/engine.h>
+#include <depengine/ops.h>
+#include <depengine/tensor.h>
+
+namespace depengine {
+namespace {
+
+bool under_mpi_launcher() { return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK"); }
+
+std::unique_ptr<Engine> engine_with_devices(int devices, EngineKind kind = EngineKind::Threaded) {
+  auto engine = std::make_unique<Engine>(EngineOptions{.kind = kind, .cpu_threads = 2, .read_environment = false});
+  for (int d = 0; d < devices; ++d) add_emulated_device(*engine, d, {.compute_streams = 2});
+  return engine;
+}
+
+// Element i of local tensor `rank` of test `salt`: an integer in [-50, 50].
+double value_at(int rank, std::int64_t i, int salt) {
+  return static_cast<double>(static_cast<int>((i * 7 + rank * 13 + salt * 31) % 101) - 50);
+}
+
+Tensor make_input(Engine& engine, int rank, std::int64_t n, DType dtype, Device device, int salt = 0) {
+  std::vector<double> v(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = value_at(rank, i, salt);
+  if (dtype == DType::float64) return Tensor::from_host(engine, std::span<const double>(v), {n}, device);
+  std::vector<float> f(v.begin(), v.end());
+  return Tensor::from_host(engine, std::span<const float>(f), {n}, device);
+}
+
+// What the reduced element is in `dtype`: the exact sum, times 1/ranks for
+// a mean (as the collective computes it).
+double reduced(double sum, ReduceOp op, int ranks, DType dtype) {
+  if (op == ReduceOp::sum) return sum;
+  if (dtype == DType::float32) return static_cast<float>(sum) * static_cast<float>(1.0 / ranks);
+  return sum * (1.0 / ranks);
+}
+
+TEST(Comm, WorldOfOneProcessSaysWhy) {
+  if (under_mpi_launcher()) GTEST_SKIP() << "started by an MPI launcher: the world is not this process alone";
+  Engine engine;
+  Communicator comm = Communicator::world(engine);
+  EXPECT_EQ(comm.process_count(), 1);
+  EXPECT_EQ(comm.process_rank(), 0);
+  EXPECT_NE(comm.describe().find("one process"), std::string::npos) << comm.describe();
+  comm.barrier();  // alone: returns at once
+}
+
+TEST(Comm, OptionsOfZeroBytesAreRejected) {
+  Engine engine;
+  EXPECT_THROW(Communicator::world(engine, {.bucket_bytes = 0}), std::invalid_argument);
+  EXPECT_THROW(Communicator::world(engine, {.piece_bytes = 0}), std::invalid_argument);
+}
+
+using AllreduceParam = std::tuple<int, std::int64_t, DType, ReduceOp>;
+
+class AllreduceOnDevices : public ::testing::TestWithParam<AllreduceParam> {};
+
+TEST_P(AllreduceOnDevices, MatchesTheHostReference) {
+  const auto [devices, n, dtype, op] = GetParam();
+  auto engine = engine_with_devices(devices);
+  Communicator comm = Communicator::world(*engine);
+  std::vector<Tensor> tensors;
+  for (int d = 0; d < devices; ++d) tensors.push_back(make_input(*engine, d, n, dtype, Device::emulated(d)));
+  comm.allreduce(tensors, op);
+  for (int d = 0; d < devices; ++d) {
+    const std::vector<double> got = tensors[static_cast<std::size_t>(d)].to_host<double>();
+    ASSERT_EQ(static_cast<std::int64_t>(got.size()), n);
+    for (std::int64_t i = 0; i < n; ++i) {
+      double sum = 0;
+      for (int r = 0; r < devices; ++r) sum += value_at(r, i, 0);
+      ASSERT_EQ(got[static_cast<std::size_t>(i)], reduced(sum, op, devices, dtype))
+          << "device " << d << " element " << i;
+    }
+  }
+}
+
+std::string allreduce_param_name(const ::testing::TestParamInfo<AllreduceParam>& info) {
+  const int devices = std::get<0>(info.param);
+  const std::int64_t n = std::get<1>(info.param);
+  const DType dtype = std::get<2>(info.param);
+  const ReduceOp op = std::get<3>(info.param);
+  return std::to_string(devices) + "dev_n" + std::to_string(n) + "_" + std::string(dtype_name(dtype)) + "_" +
+         (op == ReduceOp::sum ? "sum" : "mean");
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, AllreduceOnDevices,
+                         ::testing::Combine(::testing::Values(1, 2, 3, 4),
+                                            ::testing::Values<std::int64_t>(0, 1, 2, 7, 13, 100003),
+                                            ::testing::Values(DType::float32, DType::float64),
+                                            ::testing::Values(ReduceOp::sum, ReduceOp::mean)),
+                         allreduce_param_name);
+
+TEST(Comm, AllreduceMixesCpuAndEmulatedTensors) {
+  auto engine = engine_with_devices(2);
+  Communicator comm = Communicator::world(*engine);
+  std::vector<Tensor> t = {make_input(*engine, 0, 11, DType::float32, Device::cpu()),
+                           make_input(*engine, 1, 11, DType::float32, Device::emulated(0)),
+                           make_input(*engine, 2, 11, DType::float32, Device::emulated(1))};
+  comm.allreduce(t);
+  for (const Tensor& x : t) {
+    const auto got = x.to_host<double>();
+    for (std::int64_t i = 0; i < 11; ++i) {
+      EXPECT_EQ(got[static_cast<std::size_t>(i)], value_at(0, i, 0) + value_at(1, i, 0) + value_at(2, i, 0));
+    }
+  }
+}
+
+TEST(Comm, AllreduceRunsUnderTheNaiveEngine) {
+  auto engine = engine_with_devices(3, EngineKind::Naive);
+  Communicator comm = Communicator::world(*engine);
+  std::vector<Tensor> t;
+  for (int d = 0; d < 3; ++d) t.push_back(make_input(*engine, d, 10, DType::float64, Device::emulated(d)));
+  comm.allreduce(t, ReduceOp::sum);
+  const auto got = t[2].to_host<double>();
+  for (std::int64_t i = 0; i < 10; ++i) {
+    EXPECT_EQ(got[static_cast<std::size_t>(i)], value_at(0, i, 0) + value_at(1, i, 0) + value_at(2, i, 0));
+  }
+}
+
+// The collective waits for the writes pushed before it (a slow producer),
+// earlier readers see the value before it, later readers the reduced value.
+TEST(Comm, AllreduceIsOrderedWithTheTensorsOtherOperations) {
+  auto engine = engine_with_devices(2);
+  Communicator comm = Communicator::world(*engine);
+  Tensor a = Tensor::zeros(*engine, {1000}, DType::float32, Device::emulated(0));
+  Tensor b = Tensor::full(*engine, {1000}, 2.0, DType::float32, Device::emulated(1));
+  std::vector<float> seen_before, seen_after;
+  engine->push(
+      [p = static_cast<float*>(a.data())](RunContext&) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        for (int i = 0; i < 1000; ++i) p[i] = 5.0f;
+      },
+      {}, {a.var()}, {.name = "slow producer"});
+  engine->push(
+      [&seen_before, p = static_cast<const float*>(b.data())](RunContext&) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        seen_before.assign(p, p + 1000);
+      },
+      {b.var()}, {}, {.name = "earlier reader"});
+  comm.allreduce({a, b});
+  engine->push([&seen_after, p = static_cast<const float*>(b.data())](RunContext&) { seen_after.assign(p, p + 1000); },
+               {b.var()}, {}, {.name = "later reader"});
+  engine->wait_all();
+  ASSERT_EQ(seen_before.size(), 1000u);
+  ASSERT_EQ(seen_after.size(), 1000u);
+  for (int i = 0; i < 1000; ++i) {
+    ASSERT_EQ(seen_before[static_cast<std::size_t>(i)], 2.0f);
+    ASSERT_EQ(seen_after[static_cast<std::size_t>(i)], 7.0f);
+  }
+  EXPECT_EQ(a.to_host<float>()[999], 7.0f);
+}
+
+TEST(Comm, ManyAllreducesInARowAccumulate) {
+  auto engine = engine_with_devices(2);
+  Communicator comm = Communicator::world(*engine);
+  Tensor a = Tensor::full(*engine, {33}, 1.0, DType::float64, Device::emulated(0));
+  Tensor b = Tensor::full(*engine, {33}, 1.0, DType::float64, Device::emulated(1));
+  for (int k = 0; k < 10; ++k) comm.allreduce({a, b}, ReduceOp::sum, {.priority = k % 3});
+  for (double v : b.to_host<double>()) EXPECT_EQ(v, 1024.0);
+}
+
+TEST(Comm, BroadcastCopiesLocalTensorZeroEverywhere) {
+  for (int devices = 1; devices <= 4; ++devices) {
+    auto engine = engine_with_devices(devices);
+    Communicator comm = Communicator::world(*engine);
+    std::vector<Tensor> t;
+    for (int d = 0; d < devices; ++d) t.push_back(make_input(*engine, d, 9, DType::float32, Device::emulated(d)));
+    comm.broadcast(t, 0);
+    for (const Tensor& x : t) {
+      const auto got = x.to_host<double>();
+      for (std::int64_t i = 0; i < 9; ++i) EXPECT_EQ(got[static_cast<std::size_t>(i)], value_at(0, i, 0));
+    }
+  }
+}
+
+TEST(Comm, AllgatherConcatenatesInRankOrder) {
+  for (int devices = 1; devices <= 4; ++devices) {
+    for (std::int64_t n : {0, 1, 5}) {
+      auto engine = engine_with_devices(devices);
+      Communicator comm = Communicator::world(*engine);
+      std::vector<Tensor> in, out;
+      for (int d = 0; d < devices; ++d) {
+        in.push_back(make_input(*engine, d, n, DType::float64, Device::emulated(d)));
+        out.push_back(Tensor::zeros(*engine, {devices, n}, DType::float64, Device::emulated(d)));
+      }
+      comm.allgather(in, out);
+      for (const Tensor& o : out) {
+        const auto got = o.to_host<double>();
+        for (int r = 0; r < devices; ++r) {
+          for (std::int64_t i = 0; i < n; ++i) {
+            ASSERT_EQ(got[static_cast<std::size_t>(r * n + i)], value_at(r, i, 0)) << devices << " devices";
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Comm, ReduceScatterGivesEachRankItsReducedBlock) {
+  for (int devices = 1; devices <= 4; ++devices) {
+    for (ReduceOp op : {ReduceOp::sum, ReduceOp::mean}) {
+      const std::int64_t block = 6;
+      auto engine = engine_with_devices(devices);
+      Communicator comm = Communicator::world(*engine);
+      std::vector<Tensor> in, out;
+      for (int d = 0; d < devices; ++d) {
+        in.push_back(make_input(*engine, d, devices * block, DType::float32, Device::emulated(d)));
+        out.push_back(Tensor::zeros(*engine, {block}, DType::float32, Device::emulated(d)));
+      }
+      comm.reduce_scatter(in, out, op);
+      for (int d = 0; d < devices; ++d) {
+        const auto got = out[static_cast<std::size_t>(d)].to_host<double>();
+        for (std::int64_t i = 0; i < block; ++i) {
+          double sum = 0;
+          for (int r = 0; r < devices; ++r) sum += value_at(r, d * block + i, 0);
+          ASSERT_EQ(got[static_cast<std::size_t>(i)], reduced(sum, op, devices, DType::float32))
+              << devices << " devices, rank " << d;
+        }
+      }
+    }
+  }
+}
+
+TEST(Comm, MisuseIsRejectedAtPushAndPushesNothing) {
+  auto engine = engine_with_devices(2);
+  auto other = engine_with_devices(1);
+  Communicator comm = Communicator::world(*engine);
+  Tensor a = Tensor::full(*engine, {4}, 1.0, DType::float32, Device::emulated(0));
+  Tensor b = Tensor::full(*engine, {4}, 2.0, DType::float32, Device::emulated(1));
+  Tensor wrong_shape = Tensor::full(*engine, {5}, 2.0, DType::float32, Device::emulated(1));
+  Tensor wrong_dtype = Tensor::full(*engine, {4}, 2.0, DType::float64, Device::emulated(1));
+  Tensor labels = Tensor::zeros(*engine, {4}, DType::int32);
+  Tensor foreign = Tensor::full(*other, {4}, 2.0, DType::float32, Device::emulated(0));
+  auto rejects = [](auto&& call, const std::string& words) {
+    try {
+      call();
+      ADD_FAILURE() << "no exception; expected one saying '" << words << "'";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+  };
+  rejects([&] { comm.allreduce({}); }, "no tensors");
+  rejects([&] { comm.allreduce({a, Tensor()}); }, "null tensor");
+  rejects([&] { comm.allreduce({a, foreign}); }, "another engine");
+  rejects([&] { comm.allreduce({a, wrong_shape}); }, "differ");
+  rejects([&] { comm.allreduce({a, wrong_dtype}); }, "differ");
+  rejects([&] { comm.allreduce({labels}); }, "float32 or float64");
+  rejects([&] { comm.allreduce({a, a}); }, "twice");
+  const Tensor same_storage = a;
+  rejects([&] { comm.allreduce({a, same_storage}); }, "twice");
+  rejects([&] { comm.broadcast({a}, 1); }, "root process 1");
+  rejects([&] { comm.broadcast({a}, -1); }, "root process -1");
+  rejects([&] { comm.allgather({a, b}, {wrong_shape, wrong_dtype}); }, "differ");
+  Tensor out1 = Tensor::zeros(*engine, {7}, DType::float32);
+  Tensor out2 = Tensor::zeros(*engine, {7}, DType::float32, Device::emulated(1));
+  rejects([&] { comm.allgather({a, b}, {out1, out2}); }, "must hold 2 ranks x 4");
+  rejects([&] { comm.allgather({a, b}, {out1}); }, "2 inputs but 1 outputs");
+  rejects([&] { comm.allgather({a}, {a}); }, "twice");
+  rejects([&] { comm.reduce_scatter({a, b}, {out1, out2}); }, "must hold 2 ranks x 7");
+  // Nothing ran: the tensors keep their values.
+  for (float v : a.to_host<float>()) EXPECT_EQ(v, 1.0f);
+  for (float v : b.to_host<float>()) EXPECT_EQ(v, 2.0f);
+}
+
+TEST(Comm, AFailedInputFailsTheCollectiveAndTheEngineGoesOn) {
+  auto engine = engine_with_devices(2);
+  Communicator comm = Communicator::world(*engine);
+  Tensor a = Tensor::full(*engine, {8}, 1.0, DType::float32, Device::emulated(0));
+  Tensor b = Tensor::full(*engine, {8}, 2.0, DType::float32, Device::emulated(1));
+  engine->push([](RunContext&) { throw std::runtime_error("gradient kernel failed"); }, {}, {a.var()});
+  comm.allreduce({a, b});
+  try {
+    b.to_host<float>();
+    ADD_FAILURE() << "the allreduce of a failed input succeeded";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "gradient kernel failed");
+  }
+  try {
+    a.to_host<float>();
+    ADD_FAILURE() << "the failed input was not reported on its own tensor";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "gradient kernel failed");
+  }
+  // Reported once; then the tensors work again.
+  ops::fill(a, 3.0);
+  ops::fill(b, 4.0);
+  comm.allreduce({a, b});
+  for (float v : a.to_host<float>()) EXPECT_EQ(v, 7.0f);
+}
+
+TEST(Comm, DroppingTheTensorsAndTheCommunicatorWhileInFlightIsSafe) {
+  auto engine = engine_with_devices(4);
+  std::vector<float> out;
+  {
+    Communicator comm = Communicator::world(*engine);
+    std::vector<Tensor> t;
+    for (int d = 0; d < 4; ++d) t.push_back(Tensor::full(*engine, {4099}, d, DType::float32, Device::emulated(d)));
+    comm.allreduce(t, ReduceOp::mean);
+    Tensor keep = t[3];
+    t.clear();
+    engine->push([&out, p = static_cast<const float*>(keep.data())](RunContext&) { out.assign(p, p + 4099); },
+                 {keep.var()}, {});
+  }
+  engine->wait_all();
+  ASSERT_EQ(out.size(), 4099u);
+  for (float v : out) EXPECT_EQ(v, 6.0f * 0.25f);
+}
+
+}  // namespace
+}  // namespace depengine
