@@ -33,6 +33,10 @@ const ex::Dataset& training_data() {
 }
 
 class DataParallel final : public Scenario {
+  static constexpr int kBaseEpochs = 3;
+  static constexpr std::int64_t kHidden = 256, kBatchPerReplica = 32;
+  static constexpr double kOpsPerReplicaStep = 256;
+
  public:
   std::string name() const override { return "data_parallel"; }
   std::string description() const override {
@@ -45,9 +49,23 @@ class DataParallel final : public Scenario {
   // The communicator takes CPU and emulated tensors only.
   bool runs_on_device(const Config& config) const override { return config.device == "emulated"; }
 
+  Footprint footprint(const Config& config) const override {
+    const double epochs = scaled_count(kBaseEpochs, config.size);
+    const ex::Dataset& data = training_data();
+    // At most one step per replica batch, each replica's forward, backward,
+    // update and the chunk steps of its layers' allreduces: a bound, not a count.
+    const double steps = std::ceil(double(data.rows) / kBatchPerReplica);
+    const double params = double(data.cols) * kHidden + double(kHidden) * kHidden + double(kHidden) * data.classes;
+    // Each replica's parameters, gradients and activations, and the data set.
+    const double floats = kReplicas * (3.0 * params + 4.0 * kBatchPerReplica * kHidden) + 3.0 * data.features.size();
+    return {.int_counts = {{"epochs", epochs}},
+            .ops = (epochs + 1) * steps * kReplicas * kOpsPerReplicaStep,  // one more, profiled, sync epoch
+            .host_bytes = float_bytes(floats)};
+  }
+
   Outcome run(Mode mode, const Config& config, Trace* trace) const override {
-    const int epochs = scaled(3, config.size);
-    const std::int64_t hidden = 256, batch_per_replica = 32;
+    const int epochs = scaled(kBaseEpochs, config.size);
+    const std::int64_t hidden = kHidden, batch_per_replica = kBatchPerReplica;
     const ex::Dataset& data = training_data();
     Outcome out;
     std::vector<float> losses;
