@@ -15,6 +15,7 @@ See docs/python.md for the API, the GIL, threads and errors.
 """
 
 from ._depengine import (
+    Communicator,
     Engine,
     OpStats,
     ProfiledOp,
@@ -53,6 +54,7 @@ from . import profiler
 __version__ = "0.1.0"
 
 __all__ = [
+    "Communicator",
     "Engine",
     "OpStats",
     "ProfiledOp",

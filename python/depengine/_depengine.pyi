@@ -1,6 +1,6 @@
 """Type stubs of the extension module (depengine's native part)."""
 
-from typing import Any, Callable, Iterable, List, Optional, Tuple, Union, overload
+from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Union, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -118,6 +118,41 @@ class Tensor:
     def __isub__(self, other: Union["Tensor", Number]) -> "Tensor": ...
     def __imul__(self, other: Union["Tensor", Number]) -> "Tensor": ...
     def __itruediv__(self, other: Number) -> "Tensor": ...
+
+class Communicator:
+    """Every process of an mpirun job (or this one alone) and the collectives between their tensors."""
+
+    @staticmethod
+    def world(*, engine: Optional[Engine] = None) -> Communicator: ...
+    @property
+    def process_rank(self) -> int: ...
+    @property
+    def process_count(self) -> int: ...
+    def describe(self) -> str: ...
+    def allreduce(
+        self, tensors: Union[Tensor, Sequence[Tensor]], op: str = "sum", *, priority: int = 0, name: Optional[str] = None
+    ) -> None: ...
+    def broadcast(
+        self, tensors: Union[Tensor, Sequence[Tensor]], root: int = 0, *, priority: int = 0, name: Optional[str] = None
+    ) -> None: ...
+    def allgather(
+        self,
+        inputs: Union[Tensor, Sequence[Tensor]],
+        outputs: Union[Tensor, Sequence[Tensor]],
+        *,
+        priority: int = 0,
+        name: Optional[str] = None,
+    ) -> None: ...
+    def reduce_scatter(
+        self,
+        inputs: Union[Tensor, Sequence[Tensor]],
+        outputs: Union[Tensor, Sequence[Tensor]],
+        op: str = "sum",
+        *,
+        priority: int = 0,
+        name: Optional[str] = None,
+    ) -> None: ...
+    def barrier(self) -> None: ...
 
 class OpStats:
     name: str

@@ -12,5 +12,6 @@ nanobind::class_<PyTensor> bind_tensor(nanobind::module_& m);
 void bind_ops(nanobind::module_& m);
 void bind_dlpack(nanobind::module_& m, nanobind::class_<PyTensor>& tensor_class);
 void bind_profiler(nanobind::module_& m);
+void bind_comm(nanobind::module_& m);
 
 }  // namespace depengine::python
