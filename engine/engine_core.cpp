@@ -396,7 +396,8 @@ void EngineCore::complete_async(OpBlock* op, std::uint64_t ticket, std::exceptio
   }
   // (Not once invoke() is past the function: its own completions go through.)
   if (InlineCompletion* pending = InlineCompletion::t_current;
-      pending != nullptr && pending->op == op && (op->async_state.load(std::memory_order_relaxed) & detail::kAsyncInvoking)) {
+      pending != nullptr && pending->op == op &&
+      (op->async_state.load(std::memory_order_relaxed) & detail::kAsyncInvoking)) {
     pending->called = true;
     pending->error = std::move(error);
     return;

@@ -79,7 +79,8 @@ class ThreadedEngine final : public EngineCore {
  public:
   explicit ThreadedEngine(const EngineOptions& options)
       : EngineCore(options),
-        check_interval_(std::clamp<std::size_t>(options.max_ops_in_flight / 8, 1, detail::tuning::kBackPressureCheckInterval)),
+        check_interval_(
+            std::clamp<std::size_t>(options.max_ops_in_flight / 8, 1, detail::tuning::kBackPressureCheckInterval)),
         buffers_(vars_.engine_id()),
         flush_timer_(detail::tuning::kFlushPeriod, detail::tuning::kMaxFlushPeriod, [this] { return flush_stale(); }) {
     auto cpu = detail::make_cpu_workers(*this, resolve_threads(options.cpu_threads));

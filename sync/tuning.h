@@ -30,7 +30,7 @@ inline constexpr auto kFlushPeriod = std::chrono::microseconds(200);
 /// streaming frontend), so that the timer stays out of the way.
 inline constexpr auto kMaxFlushPeriod = std::chrono::microseconds(800);
 
-// ---------------------------------------------------------------- a frontend waiting for batch slots (engine/threaded_engine.cpp)
+// ---------------------------------------------------------------- waiting for batch slots (engine/threaded_engine.cpp)
 
 /// Pauses a frontend with a core of its own spins for a registrant to free a
 /// slot (about 15 µs on the development VM) before sleeping on its lock.

@@ -23,7 +23,8 @@ std::vector<Tensor> tensors_of(nb::handle tensors, const char* call, const char*
   std::vector<Tensor> out;
   auto take = [&](nb::handle item) {
     if (!nb::isinstance<PyTensor>(item)) {
-      throw nb::type_error((std::string(call) + ": " + what + " must be Tensors, not " + python_type_name(item)).c_str());
+      throw nb::type_error(
+          (std::string(call) + ": " + what + " must be Tensors, not " + python_type_name(item)).c_str());
     }
     const PyTensor& t = nb::cast<const PyTensor&>(item);
     if (t.owner != engine) {
@@ -36,8 +37,9 @@ std::vector<Tensor> tensors_of(nb::handle tensors, const char* call, const char*
   } else if (nb::isinstance<nb::sequence>(tensors) && !nb::isinstance<nb::str>(tensors)) {
     for (nb::handle item : tensors) take(item);
   } else {
-    throw nb::type_error(
-        (std::string(call) + ": " + what + " must be a Tensor or a list of them, not " + python_type_name(tensors)).c_str());
+    throw nb::type_error((std::string(call) + ": " + what + " must be a Tensor or a list of them, not " +
+                          python_type_name(tensors))
+                             .c_str());
   }
   return out;
 }
