@@ -24,6 +24,19 @@ std::uint64_t next_seed(std::optional<std::uint64_t> seed) {
   return seed ? *seed : g_next_seed.fetch_add(1, std::memory_order_relaxed);
 }
 
+// uniform() and normal(): the tensor `make` fills from the seed, with the
+// arguments parsed and the GIL released around the push.
+template <class Make>
+PyTensor random_tensor(nb::handle shape, std::optional<std::uint64_t> seed, nb::handle dtype, nb::handle device,
+                       nb::handle engine, Make&& make) {
+  const EngineRef ref = engine_or_default(engine);
+  Shape s = parse_shape(shape);
+  const DType t = parse_dtype(dtype);
+  const Device d = parse_device(device);
+  GilReleaseIfNeeded unlocked;
+  return PyTensor(ref, make(ref->engine(), std::move(s), next_seed(seed), t, d));
+}
+
 const Tensor& defined(const PyTensor& t) {
   if (!t.tensor.defined()) throw nb::value_error("null tensor");
   return t.tensor;
@@ -339,12 +352,10 @@ nb::class_<PyTensor> bind_tensor(nb::module_& m) {
       [](nb::handle shape, double low, double high, std::optional<std::uint64_t> seed, nb::handle dtype,
          nb::handle device, nb::handle engine) {
         if (!(low <= high)) throw nb::value_error("uniform: low must be <= high");
-        const EngineRef ref = engine_or_default(engine);
-        Shape s = parse_shape(shape);
-        const DType t = parse_dtype(dtype);
-        const Device d = parse_device(device);
-        GilReleaseIfNeeded unlocked;
-        return PyTensor(ref, Tensor::uniform(ref->engine(), std::move(s), next_seed(seed), low, high, t, d));
+        return random_tensor(shape, seed, dtype, device, engine, [&](Engine& e, Shape s, std::uint64_t from, DType t,
+                                                                     Device d) {
+          return Tensor::uniform(e, std::move(s), from, low, high, t, d);
+        });
       },
       nb::arg("shape"), nb::arg("low") = 0.0, nb::arg("high") = 1.0, nb::kw_only(), nb::arg("seed").none() = nb::none(),
       nb::arg("dtype").none() = nb::none(), nb::arg("device") = "cpu", nb::arg("engine").none() = nb::none(),
@@ -354,12 +365,10 @@ nb::class_<PyTensor> bind_tensor(nb::module_& m) {
       [](nb::handle shape, double mean, double std, std::optional<std::uint64_t> seed, nb::handle dtype,
          nb::handle device, nb::handle engine) {
         if (!(std >= 0)) throw nb::value_error("normal: std must be >= 0");
-        const EngineRef ref = engine_or_default(engine);
-        Shape s = parse_shape(shape);
-        const DType t = parse_dtype(dtype);
-        const Device d = parse_device(device);
-        GilReleaseIfNeeded unlocked;
-        return PyTensor(ref, Tensor::normal(ref->engine(), std::move(s), next_seed(seed), mean, std, t, d));
+        return random_tensor(shape, seed, dtype, device, engine, [&](Engine& e, Shape s, std::uint64_t from, DType t,
+                                                                     Device d) {
+          return Tensor::normal(e, std::move(s), from, mean, std, t, d);
+        });
       },
       nb::arg("shape"), nb::arg("mean") = 0.0, nb::arg("std") = 1.0, nb::kw_only(), nb::arg("seed").none() = nb::none(),
       nb::arg("dtype").none() = nb::none(), nb::arg("device") = "cpu", nb::arg("engine").none() = nb::none(),
