@@ -470,14 +470,8 @@ void EngineCore::forget_failures_of(const VarState& var) {
 void EngineCore::file_failure_of_deleted(VarState& var) {
   std::exception_ptr unreported = take_error(var);
   if (!unreported) return;
-  std::lock_guard lock(failures_mutex_);
-  std::erase_if(failures_, [&](const Failure& f) { return f.var == &var; });
-  // A failure that still marks a live variable is reported through it: the
-  // scratch variables of a layer above (a collective's chunks) add nothing.
-  const bool marks_another = std::any_of(failures_.begin(), failures_.end(), [&](const Failure& f) {
-    return f.var != nullptr && f.error == unreported;
-  });
-  if (!marks_another) failures_.push_back({nullptr, 0, std::move(unreported)});
+  forget_failures_of(var);
+  record_unattached_failure(std::move(unreported));
 }
 
 std::exception_ptr EngineCore::take_all_errors() {

@@ -141,8 +141,7 @@ class EngineCore {
   /// variables the same failure marks).
   void forget_failures_of(const detail::VarState& var);
   /// For a variable being deleted: its unreported failure, if any, outlives
-  /// it, filed under no variable, unless the same failure still marks a live
-  /// variable (which reports it).
+  /// it, filed under no variable.
   void file_failure_of_deleted(detail::VarState& var);
   /// The error the op's inputs carry, if any: that of the first variable in
   /// its lists (reads, then writes) that had failed at the op's turn in push
