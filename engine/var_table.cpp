@@ -41,11 +41,9 @@ Var VarTable::create(std::string_view name) {
 }
 
 Var VarTable::live_var(std::uint32_t slot) const {
-  if (slot >= kMaxChunks * kChunkSize) return {};
-  Chunk* chunk = chunks_[slot >> kChunkBits].load(std::memory_order_acquire);
-  if (chunk == nullptr) return {};
-  const VarState& state = (*chunk)[slot & (kChunkSize - 1)];
-  const std::uint32_t generation = state.generation.load(std::memory_order_acquire);
+  const VarState* state = slot_state(slot);
+  if (state == nullptr) return {};
+  const std::uint32_t generation = state->generation.load(std::memory_order_acquire);
   if ((generation & 1) == 0) return {};
   return Var(engine_id_, slot, generation);
 }

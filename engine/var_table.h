@@ -32,14 +32,11 @@ class VarTable {
   /// Like find, but also accepts variables whose deletion was pushed.
   VarState* find_including_deleted(Var var) const {
     if (var.engine_id() != engine_id_) return nullptr;
-    const std::uint32_t slot = var.slot();
-    if (slot >= kMaxChunks * kChunkSize) return nullptr;
-    Chunk* chunk = chunks_[slot >> kChunkBits].load(std::memory_order_acquire);
-    if (chunk == nullptr) return nullptr;
-    VarState& state = (*chunk)[slot & (kChunkSize - 1)];
+    VarState* state = slot_state(var.slot());
+    if (state == nullptr) return nullptr;
     const std::uint32_t generation = var.generation();
-    if ((generation & 1) == 0 || state.generation.load(std::memory_order_acquire) != generation) return nullptr;
-    return &state;
+    if ((generation & 1) == 0 || state->generation.load(std::memory_order_acquire) != generation) return nullptr;
+    return state;
   }
   /// Whether `state` is still the live variable of generation `generation`
   /// whose deletion was not pushed. Pushes check it again where they are
@@ -64,6 +61,13 @@ class VarTable {
   static constexpr std::uint32_t kMaxChunks = 1u << 14;  // 16 M variables
 
   using Chunk = std::array<VarState, kChunkSize>;
+
+  /// The state of `slot` if its chunk exists (live, free or never used), else null.
+  VarState* slot_state(std::uint32_t slot) const {
+    if (slot >= kMaxChunks * kChunkSize) return nullptr;
+    Chunk* chunk = chunks_[slot >> kChunkBits].load(std::memory_order_acquire);
+    return chunk == nullptr ? nullptr : &(*chunk)[slot & (kChunkSize - 1)];
+  }
 
   std::uint32_t engine_id_;
   std::array<std::atomic<Chunk*>, kMaxChunks> chunks_{};
