@@ -137,6 +137,48 @@ void axpy(benchmark::State& state, EngineKind kind, Waiting waiting) {
   compare(state, w, static_cast<int>(state.range(0)), waiting);
 }
 
+// Two independent n x n GEMMs pushed together against the same two pushed
+// one after the other (each waited for before the next), on the default
+// engine: with a worker per core, each GEMM's BLAS threads are its share of
+// the cores (ops/cpu/blas_threads.h), so the pair should take the time of
+// one. `speedup` = one-after-the-other time / together time; the iteration
+// time is the together half's.
+void gemm_pair(benchmark::State& state) {
+  const std::int64_t n = state.range(0);
+  Engine engine(EngineOptions{});
+  const Tensor a = Tensor::full(engine, {n, n}, 0.5), b = Tensor::full(engine, {n, n}, 0.25);
+  const Tensor c1 = Tensor::empty(engine, {n, n}), c2 = Tensor::empty(engine, {n, n});
+  engine.wait_all();
+  double together_s = 0, in_turn_s = 0;
+  bool together_first = true;
+  auto together = [&] {
+    const Clock::time_point start = Clock::now();
+    ops::gemm(a, b, c1);
+    ops::gemm(a, b, c2);
+    engine.wait_all();
+    const double s = seconds_since(start);
+    together_s += s;
+    return s;
+  };
+  auto in_turn = [&] {
+    const Clock::time_point start = Clock::now();
+    ops::gemm(a, b, c1);
+    engine.wait_to_read(c1.var());
+    ops::gemm(a, b, c2);
+    engine.wait_to_read(c2.var());
+    in_turn_s += seconds_since(start);
+  };
+  for (auto _ : state) {
+    if (!together_first) in_turn();
+    state.SetIterationTime(together());
+    if (together_first) in_turn();
+    together_first = !together_first;
+  }
+  state.counters["speedup"] = in_turn_s / together_s;
+  state.counters["workers"] = engine.cpu_threads();
+}
+BENCHMARK(gemm_pair)->Name("gemm_pair/depengine")->Unit(benchmark::kMillisecond)->UseManualTime()->Arg(1024);
+
 // The naive engine runs each op inside push, so it has no wait_each variant:
 // its stream is the cost of pushing alone. The argument is the ops per
 // iteration (per stream).

@@ -25,6 +25,7 @@ struct GemmArgs {
   const void* a = nullptr;
   const void* b = nullptr;
   void* c = nullptr;
+  int blas_threads = 1;  // threads inside a CPU GEMM (ops/cpu/blas_threads.h)
 };
 
 class Backend {

@@ -1,6 +1,7 @@
 // gemm: c = alpha op(a) op(b) + beta c, through OpenBLAS or cuBLAS.
 
 #include "depengine/ops.h"
+#include "ops/cpu/blas_threads.h"
 #include "ops/op_support.h"
 
 namespace depengine::ops {
@@ -42,7 +43,8 @@ Cost gemm(const Tensor& a, const Tensor& b, const Tensor& c, bool trans_a, bool 
 
   detail::GemmArgs args{.trans_a = trans_a, .trans_b = trans_b, .m = m, .n = n, .k = k,
                         .alpha = alpha, .beta = beta, .in_dtype = a.dtype(), .out_dtype = c.dtype(),
-                        .a = a.data(), .b = b.data(), .c = c.data()};
+                        .a = a.data(), .b = b.data(), .c = c.data(),
+                        .blas_threads = detail::blas_threads_for_engine(c.engine().cpu_threads())};
   const auto& backend = detail::backend_for(c.device());
   // c is written (and also read when beta != 0: a write already orders that).
   detail::push_op("gemm", c.engine(), c.device(), detail::Access().read(a).read(b).write(c),

@@ -5,7 +5,12 @@ depengine_add_test(tensor_tests
   ops_test.cpp
   ops_errors_test.cpp
   ops_cuda_test.cpp
+  ops_blas_threads_test.cpp
 )
+# The BLAS-threads test asks OpenBLAS for its thread count.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
+target_link_libraries(tensor_tests PRIVATE PkgConfig::OPENBLAS)
 if(DEPENGINE_BUILD_EXAMPLES)
   depengine_add_test(tensor_mlp_tests tensor_mlp_test.cpp)
   target_link_libraries(tensor_mlp_tests PRIVATE depengine_mlp)

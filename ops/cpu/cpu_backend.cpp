@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ops/backend.h"
+#include "ops/cpu/blas_threads.h"
 #include "ops/cpu/sums.h"
 #include "ops/element_io.h"
 
@@ -169,6 +170,7 @@ class CpuBackend final : public Backend {
     const auto ldb = static_cast<blasint>(std::max<std::int64_t>(1, g.trans_b ? g.k : g.n));
     const auto ldc = static_cast<blasint>(std::max<std::int64_t>(1, g.n));
     const auto m = static_cast<blasint>(g.m), n = static_cast<blasint>(g.n), k = static_cast<blasint>(g.k);
+    use_blas_threads(g.blas_threads);
     if (g.in_dtype == DType::float64) {
       cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, g.alpha, static_cast<const double*>(g.a), lda,
                   static_cast<const double*>(g.b), ldb, g.beta, static_cast<double*>(g.c), ldc);

@@ -1,0 +1,62 @@
+#include "ops/cpu/blas_threads.h"
+
+#include <cblas.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+namespace depengine::ops::detail {
+namespace {
+
+constexpr int kMaxBlasThreads = 1024;
+
+// 0 when unset; throws for anything but an integer in [1, kMaxBlasThreads].
+int blas_threads_from_environment() {
+  const char* text = std::getenv("DEPENGINE_BLAS_THREADS");
+  if (!text || !*text) return 0;
+  char* end = nullptr;
+  const long value = std::strtol(text, &end, 10);
+  if (*end != '\0' || value < 1 || value > kMaxBlasThreads) {
+    throw std::invalid_argument("DEPENGINE_BLAS_THREADS must be an integer from 1 to " +
+                                std::to_string(kMaxBlasThreads) + ", got '" + text + "'");
+  }
+  return static_cast<int>(value);
+}
+
+}  // namespace
+
+int blas_threads_for(int cores, int cpu_workers) {
+  return std::max(1, std::max(cores, 1) / std::max(cpu_workers, 1));
+}
+
+int usable_cores() {
+  cpu_set_t mask;
+  if (sched_getaffinity(0, sizeof mask, &mask) == 0) return std::max(1, CPU_COUNT(&mask));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+int blas_threads_for_engine(int cpu_workers) {
+  if (const int fixed = blas_threads_from_environment()) return fixed;
+  static const int cores = usable_cores();
+  return blas_threads_for(cores, cpu_workers);
+}
+
+void use_blas_threads(int threads) {
+  // The last value set, to skip the lock on every GEMM but the first of a
+  // process whose engines all have the same number of workers.
+  static std::atomic<int> current{0};
+  static std::mutex changing;
+  if (current.load(std::memory_order_acquire) == threads) return;
+  std::lock_guard lock(changing);
+  if (current.load(std::memory_order_relaxed) == threads) return;
+  openblas_set_num_threads(threads);
+  current.store(threads, std::memory_order_release);
+}
+
+}  // namespace depengine::ops::detail
