@@ -1,9 +1,8 @@
 #include "engine/push_buffer.h"
 
 #include <algorithm>
-#include <thread>
 
-#include "sync/cpu_relax.h"
+#include "sync/spin_wait.h"
 #include "sync/prefetch.h"
 
 namespace depengine::detail {
@@ -114,12 +113,8 @@ std::size_t PushBuffer::seal_making_room(ReadyList& ready, RoomWait wait) {
 }
 
 bool PushBuffer::wait_for_room(RoomWait wait) const {
-  for (int round = 0; round < wait.rounds; ++round) {
-    if (wait.yield) {
-      std::this_thread::yield();
-    } else {
-      cpu_relax();
-    }
+  SpinWait spin(wait.spin, wait.yield ? SpinWait::kYieldEachRound : SpinWait::kNeverYield);
+  while (spin.round()) {
     if (sealed_count() + 1 < kBatches) return true;
   }
   return false;

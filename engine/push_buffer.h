@@ -46,6 +46,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -104,8 +105,8 @@ class PushBuffer {
   /// so first even while nobody registers, for a worker to run out of work
   /// and register, and registers the oldest batch itself only after that.
   struct RoomWait {
-    int rounds = 0;      // none: wait on the lock at once
-    bool yield = false;  // a round yields the core, instead of a cpu_relax
+    std::chrono::nanoseconds spin{0};  // none: wait on the lock at once
+    bool yield = false;                // each round yields the core, instead of pausing
     bool for_workers = false;
   };
   std::size_t seal_making_room(ReadyList& ready, RoomWait wait);

@@ -61,8 +61,8 @@ bool count_down(std::int64_t& countdown, std::size_t interval) {
 // slot within a few microseconds), before it waits on the registration lock
 // for all of them, sleeping after a short spin. With a core of its own it
 // spins; otherwise it yields its core, which a worker may need.
-constexpr PushBuffer::RoomWait kRoomWaitSpinning{.rounds = detail::tuning::kRoomWaitSpinRounds, .yield = false};
-constexpr PushBuffer::RoomWait kRoomWaitYielding{.rounds = detail::tuning::kRoomWaitYieldRounds, .yield = true};
+constexpr PushBuffer::RoomWait kRoomWaitSpinning{.spin = detail::tuning::kRoomWaitSpin, .yield = false};
+constexpr PushBuffer::RoomWait kRoomWaitYielding{.spin = detail::tuning::kRoomWaitYield, .yield = true};
 
 // How it waits when its ops mostly wait for running ones: the same spin, but
 // it then leaves registering to the workers even while none is registering,
@@ -71,7 +71,7 @@ constexpr PushBuffer::RoomWait kRoomWaitYielding{.rounds = detail::tuning::kRoom
 // yielding to the workers costs the workloads whose ops do not wait more
 // than it gains.
 constexpr PushBuffer::RoomWait kRoomWaitForWorkers{
-    .rounds = kRoomWaitSpinning.rounds, .yield = false, .for_workers = true};
+    .spin = kRoomWaitSpinning.spin, .yield = false, .for_workers = true};
 
 }  // namespace
 

@@ -32,11 +32,12 @@ inline constexpr auto kMaxFlushPeriod = std::chrono::microseconds(800);
 
 // ---------------------------------------------------------------- waiting for batch slots (engine/threaded_engine.cpp)
 
-/// Pauses a frontend with a core of its own spins for a registrant to free a
-/// slot (about 15 µs on the development VM) before sleeping on its lock.
-inline constexpr int kRoomWaitSpinRounds = 1024;
-/// Yields of a frontend without a spare core, which a worker may need.
-inline constexpr int kRoomWaitYieldRounds = 64;
+/// How long a frontend with a core of its own spins for a registrant to free
+/// a slot before sleeping on its lock.
+inline constexpr auto kRoomWaitSpin = std::chrono::microseconds(15);
+/// How long a frontend without a spare core, which a worker may need, yields
+/// for a slot.
+inline constexpr auto kRoomWaitYield = std::chrono::microseconds(60);
 
 /// A frontend checks back-pressure every this many pushes (at most an
 /// eighth of the bound): a division per push would cost more than the check saves.
@@ -57,9 +58,19 @@ inline constexpr unsigned kWorkerRoundsPerYield = 8;
 
 // ---------------------------------------------------------------- waiting (sync/)
 
-/// Pauses a blocking call spins (about a microsecond) before sleeping in the
-/// kernel: the answer is often that close.
-inline constexpr int kWaitSignalSpinRounds = 2000;
+/// How long a blocking call spins before sleeping in the kernel: the answer
+/// is often that close.
+inline constexpr auto kWaitSignalSpin = std::chrono::microseconds(20);
+/// A spin round takes well under a microsecond; one that took this long lost
+/// its core to another thread (sync/spin_wait.h). Above the VM's usual
+/// interrupts, below a scheduler's time slice.
+inline constexpr auto kLostCoreRound = std::chrono::microseconds(30);
+/// After a spinner lost its core, the process's engine threads block without
+/// spinning for this long, doubled on each loss in a row up to
+/// kContentionHoldDoublings times (5 ms to 0.64 s): a busy neighbour costs a
+/// probe rarely, and a quiet machine is found again within a second.
+inline constexpr auto kContentionHold = std::chrono::milliseconds(5);
+inline constexpr int kContentionHoldDoublings = 7;
 /// Pauses before a ShortLock yields: its holders keep it for a few stores.
 inline constexpr int kShortLockSpinRounds = 64;
 

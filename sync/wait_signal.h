@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <exception>
 
-#include "sync/cpu_relax.h"
+#include "sync/spin_wait.h"
 #include "sync/tuning.h"
 
 namespace depengine::detail {
@@ -23,7 +23,11 @@ class WaitSignal {
 
   /// Returns the error passed to set().
   std::exception_ptr wait() {
-    for (int i = 0; i < tuning::kWaitSignalSpinRounds && done_.load(std::memory_order_acquire) == 0; ++i) cpu_relax();
+    {
+      SpinWait spin(tuning::kWaitSignalSpin, SpinWait::kNeverYield);
+      while (done_.load(std::memory_order_acquire) == 0 && spin.round()) {
+      }
+    }
     while (done_.load(std::memory_order_acquire) == 0) done_.wait(0, std::memory_order_acquire);
     return error_;
   }

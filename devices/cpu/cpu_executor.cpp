@@ -4,7 +4,7 @@
 #include <chrono>
 #include <thread>
 
-#include "sync/cpu_relax.h"
+#include "sync/spin_wait.h"
 #include "sync/tuning.h"
 #include "engine/engine_core.h"
 
@@ -79,12 +79,10 @@ void CpuExecutor::worker_loop() {
     if (count == 0) {
       engine_.on_cpu_idle();
       spinning_.fetch_add(1, std::memory_order_seq_cst);
-      const auto give_up = std::chrono::steady_clock::now() + kIdleSpin;
-      for (unsigned round = 1; count == 0 && std::chrono::steady_clock::now() < give_up; ++round) {
-        for (int i = 0; i < 16; ++i) cpu_relax();
-        // Now and then let another thread have this core: on a busy machine
-        // the frontend we wait for may be queued behind us on it.
-        if (round % kRoundsPerYield == 0) std::this_thread::yield();
+      // Now and then it lets another thread have this core: on a busy
+      // machine the frontend we wait for may be queued behind us on it.
+      SpinWait spin(kIdleSpin, kRoundsPerYield);
+      while (count == 0 && spin.round()) {
         count = queue_.pop(batch, kMaxBatch, more);
         if (count == 0 && engine_.on_cpu_spinning()) count = queue_.pop(batch, kMaxBatch, more);
       }

@@ -3,7 +3,7 @@
 #include <chrono>
 
 #include "devices/cuda/cuda_check.h"
-#include "sync/cpu_relax.h"
+#include "sync/spin_wait.h"
 
 namespace depengine::detail {
 
@@ -14,18 +14,14 @@ namespace {
 // Returns once `event` was recorded, or no operation joined it for `quiet`,
 // or `most` has passed.
 void let_operations_join(const LazyEvent& event, std::chrono::nanoseconds quiet, std::chrono::nanoseconds most) {
-  const auto start = std::chrono::steady_clock::now();
-  auto last_join = start;
+  auto last_join = SpinClock::now();
   unsigned joined = event.joined();
-  // The clock is read every 32 rounds: it costs more than a round.
-  for (unsigned round = 1; !event.recorded(); ++round) {
-    cpu_relax();
-    if (round % 32 != 0) continue;
-    const auto now = std::chrono::steady_clock::now();
+  SpinWait spin(most, SpinWait::kNeverYield);
+  while (!event.recorded() && spin.round()) {
     if (const unsigned n = event.joined(); n != joined) {
       joined = n;
-      last_join = now;
-    } else if (now - last_join >= quiet || now - start >= most) {
+      last_join = SpinClock::now();
+    } else if (SpinClock::now() - last_join >= quiet) {
       return;
     }
   }

@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "sync/cpu_relax.h"
+#include "sync/spin_wait.h"
 
 namespace depengine::detail {
 
@@ -81,11 +81,8 @@ class BatchThread {
   }
 
   void spin_for_items() {
-    const auto give_up = std::chrono::steady_clock::now() + idle_spin_;
-    // The clock is read every 64 rounds: it costs more than a round.
-    for (unsigned round = 1; !queued_.load(std::memory_order_acquire); ++round) {
-      cpu_relax();
-      if (round % 64 == 0 && std::chrono::steady_clock::now() >= give_up) return;
+    SpinWait spin(idle_spin_, SpinWait::kNeverYield);
+    while (!queued_.load(std::memory_order_acquire) && spin.round()) {
     }
   }
 
