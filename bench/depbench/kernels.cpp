@@ -1,6 +1,7 @@
 #include "bench/depbench/kernels.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include <cblas.h>
@@ -8,6 +9,10 @@
 namespace depbench {
 
 void init_kernels() {
+  // Every kernel single-threaded, the ops library's GEMMs too (which would
+  // otherwise take the cores' share of their engine's workers): each
+  // scenario's ideal is computed from serial parts.
+  if (!std::getenv("DEPENGINE_BLAS_THREADS")) setenv("DEPENGINE_BLAS_THREADS", "1", 1);
   openblas_set_num_threads(1);
   // The first call initialises the library: keep that out of every timing.
   Floats a(64 * 64, 1.0f), c(64 * 64);

@@ -4,7 +4,6 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <stdexcept>
@@ -48,15 +47,11 @@ int blas_threads_for_engine(int cpu_workers) {
 }
 
 void use_blas_threads(int threads) {
-  // The last value set, to skip the lock on every GEMM but the first of a
-  // process whose engines all have the same number of workers.
-  static std::atomic<int> current{0};
+  // OpenBLAS's own count, not a copy of it: the program may set it too.
+  if (openblas_get_num_threads() == threads) return;
   static std::mutex changing;
-  if (current.load(std::memory_order_acquire) == threads) return;
   std::lock_guard lock(changing);
-  if (current.load(std::memory_order_relaxed) == threads) return;
-  openblas_set_num_threads(threads);
-  current.store(threads, std::memory_order_release);
+  if (openblas_get_num_threads() != threads) openblas_set_num_threads(threads);
 }
 
 }  // namespace depengine::ops::detail

@@ -20,7 +20,8 @@ int usable_cores();
 int blas_threads_for_engine(int cpu_workers);
 
 // Makes OpenBLAS use `threads` threads from its next call on. OpenBLAS's
-// setting is process-wide: it is changed only when it differs, under a lock.
+// setting is process-wide: it is changed only when it differs (whoever set
+// it last), under a lock.
 void use_blas_threads(int threads);
 
 }  // namespace depengine::ops::detail
