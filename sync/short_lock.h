@@ -3,13 +3,13 @@
 // almost every time (a PushBuffer's owner, once per push). Unlocking is a
 // plain store where SpinLock's is an atomic exchange (it must learn whether
 // to wake a sleeper): the owner pays one atomic instruction per section, not
-// two. Nobody sleeps on it: a waiter spins briefly, then yields its core,
-// which on a busy machine may be the holder's.
+// two. Nobody sleeps on it: a waiter spins briefly (SpinWait), then yields
+// its core, which on a busy machine may be the holder's.
 
 #include <atomic>
 #include <thread>
 
-#include "sync/cpu_relax.h"
+#include "sync/spin_wait.h"
 #include "sync/tuning.h"
 
 namespace depengine::detail {
@@ -20,18 +20,18 @@ class ShortLock {
     return !locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire);
   }
   void lock() {
-    for (int round = 0; !try_lock(); ++round) {
-      if (round < kSpinRounds) {
-        cpu_relax();
-      } else {
-        std::this_thread::yield();
+    if (try_lock()) return;
+    {
+      SpinWait spin(tuning::kShortLockSpin, SpinWait::kNeverYield);
+      while (spin.round()) {
+        if (try_lock()) return;
       }
     }
+    while (!try_lock()) std::this_thread::yield();
   }
   void unlock() { locked_.store(false, std::memory_order_release); }
 
  private:
-  static constexpr int kSpinRounds = tuning::kShortLockSpinRounds;
   std::atomic<bool> locked_{false};
 };
 

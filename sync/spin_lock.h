@@ -1,12 +1,13 @@
 #pragma once
 // A lock for the short critical sections of dependency tracking (a few
-// pointer updates). Spins for a bounded number of rounds, then sleeps on the
-// lock word, so a preempted holder never makes others burn a core.
+// pointer updates). Spins briefly (SpinWait), then sleeps on the lock word,
+// so a preempted holder never makes others burn a core.
 
 #include <atomic>
 #include <cstdint>
 
-#include "sync/cpu_relax.h"
+#include "sync/spin_wait.h"
+#include "sync/tuning.h"
 
 namespace depengine::detail {
 
@@ -34,9 +35,11 @@ class SpinLock {
   static constexpr std::uint32_t kFree = 0, kLocked = 1, kContended = 2;
 
   void lock_slow() {
-    for (int i = 0; i < 128; ++i) {
-      cpu_relax();
-      if (state_.load(std::memory_order_relaxed) == kFree && try_lock()) return;
+    {
+      SpinWait spin(tuning::kSpinLockSpin, SpinWait::kNeverYield);
+      while (spin.round()) {
+        if (state_.load(std::memory_order_relaxed) == kFree && try_lock()) return;
+      }
     }
     // Announce a sleeper; whoever unlocks a contended lock wakes one. A
     // thread that gets the lock here keeps it marked Contended, since other

@@ -71,7 +71,11 @@ inline constexpr auto kLostCoreRound = std::chrono::microseconds(30);
 /// probe rarely, and a quiet machine is found again within a second.
 inline constexpr auto kContentionHold = std::chrono::milliseconds(5);
 inline constexpr int kContentionHoldDoublings = 7;
-/// Pauses before a ShortLock yields: its holders keep it for a few stores.
-inline constexpr int kShortLockSpinRounds = 64;
+/// How long a ShortLock's waiter spins before it yields: its holders keep it
+/// for a few stores.
+inline constexpr auto kShortLockSpin = std::chrono::nanoseconds(700);
+/// How long a SpinLock's waiter spins before it sleeps on the lock word: a
+/// dependency-tracking section is a few pointer updates.
+inline constexpr auto kSpinLockSpin = std::chrono::nanoseconds(1400);
 
 }  // namespace depengine::detail::tuning
