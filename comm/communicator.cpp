@@ -309,7 +309,7 @@ void Communicator::allreduce(std::vector<Tensor> tensors, ReduceOp op, const Pus
   }
   for (int i = 0; i < local; ++i) take_tensor(i);
   for (const auto& row : chunk) {
-    for (Var v : row) engine.delete_var(v);
+    for (Var v : row) engine.delete_helper_var(v);
   }
 }
 

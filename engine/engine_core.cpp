@@ -274,7 +274,7 @@ void EngineCore::push_async(AsyncOpFn&& fn, VarList reads, VarList writes, const
   submit(op);
 }
 
-void EngineCore::delete_var(Var var, ReleaseFn release) {
+void EngineCore::delete_var(Var var, ReleaseFn release, bool drop_failure) {
   VarState* state = vars_.find(var);
   if (state == nullptr) {
     throw std::invalid_argument(var.is_null() ? "depengine: delete_var of a null Var"
@@ -291,6 +291,7 @@ void EngineCore::delete_var(Var var, ReleaseFn release) {
   }
   OpBlock* op = make_engine_op(OpKind::Delete, state, var.generation(), /*write=*/true, "delete_var");
   op->release = std::move(release);
+  op->drops_failure = drop_failure;
   submit(op);
 }
 
@@ -467,11 +468,11 @@ void EngineCore::forget_failures_of(const VarState& var) {
   std::erase_if(failures_, [&](const Failure& f) { return f.var == &var; });
 }
 
-void EngineCore::file_failure_of_deleted(VarState& var) {
+void EngineCore::file_failure_of_deleted(const OpBlock& op, VarState& var) {
   std::exception_ptr unreported = take_error(var);
   if (!unreported) return;
   forget_failures_of(var);
-  record_unattached_failure(std::move(unreported));
+  if (!op.drops_failure) record_unattached_failure(std::move(unreported));
 }
 
 std::exception_ptr EngineCore::take_all_errors() {

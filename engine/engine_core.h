@@ -33,7 +33,9 @@ class EngineCore {
   // indirect call, and Engine already holds them by value.
   void push(OpFn&& fn, VarList reads, VarList writes, const PushOptions& options);
   void push_async(AsyncOpFn&& fn, VarList reads, VarList writes, const PushOptions& options);
-  void delete_var(Var var, ReleaseFn release);
+  /// `drop_failure`: a failure still marking the variable is dropped, not
+  /// filed for wait_all (Engine::delete_helper_var).
+  void delete_var(Var var, ReleaseFn release, bool drop_failure = false);
   void wait_to_read(Var var) { wait_var(var, false); }
   void wait_to_write(Var var) { wait_var(var, true); }
   virtual void wait_all() = 0;
@@ -140,9 +142,9 @@ class EngineCore {
   /// and wait_all no longer reports it for `var` (it still does for other
   /// variables the same failure marks).
   void forget_failures_of(const detail::VarState& var);
-  /// For a variable being deleted: its unreported failure, if any, outlives
-  /// it, filed under no variable.
-  void file_failure_of_deleted(detail::VarState& var);
+  /// For a variable being deleted by `op`: its unreported failure, if any,
+  /// outlives it, filed under no variable (or is dropped: drops_failure).
+  void file_failure_of_deleted(const detail::OpBlock& op, detail::VarState& var);
   /// The error the op's inputs carry, if any: that of the first variable in
   /// its lists (reads, then writes) that had failed at the op's turn in push
   /// order (Entry::error, set as the variables' queues grant the entries).

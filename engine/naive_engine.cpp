@@ -116,7 +116,7 @@ class NaiveEngine final : public EngineCore {
             record_unattached_failure(std::current_exception());
           }
         }
-        file_failure_of_deleted(*var);
+        file_failure_of_deleted(*op, *var);
         detail::OpPool::release(op);
         recycle_var(var);
         return;

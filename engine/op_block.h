@@ -95,6 +95,7 @@ struct alignas(64) OpBlock {
   // Set (after an Entry::error) once some entry of the op has an input error.
   std::atomic<bool> input_failed{false};
   bool has_error = false;  // `error` is set (read without touching its line)
+  bool drops_failure = false;  // a Delete of a helper variable (Engine::delete_helper_var)
   // Entries, sorted by variable address (the lock order).
   std::vector<Entry> entries;
   OpFn fn;
@@ -149,6 +150,7 @@ struct alignas(64) OpBlock {
     if (plain) return;
     named = false;
     has_error = false;
+    drops_failure = false;
     async_fn.reset();
     release.reset();
     signal = nullptr;

@@ -57,6 +57,7 @@ void Engine::push_async(AsyncOpFn fn, VarList reads, VarList writes, const PushO
   core_->push_async(std::move(fn), reads, writes, options);
 }
 void Engine::delete_var(Var var, ReleaseFn release) { core_->delete_var(var, std::move(release)); }
+void Engine::delete_helper_var(Var var) { core_->delete_var(var, {}, /*drop_failure=*/true); }
 void Engine::wait_to_read(Var var) { core_->wait_to_read(var); }
 void Engine::wait_to_write(Var var) { core_->wait_to_write(var); }
 void Engine::wait_all() { core_->wait_all(); }

@@ -382,7 +382,7 @@ class ThreadedEngine final : public EngineCore {
         release_error = std::current_exception();
       }
     }
-    file_failure_of_deleted(*var);
+    file_failure_of_deleted(*op, *var);
     if (release_error) record_unattached_failure(std::move(release_error));
     finish(op, nullptr, ready);
     recycle_var(var);

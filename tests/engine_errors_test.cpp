@@ -184,6 +184,30 @@ TEST_P(Errors, FailureOfADeletedVariableIsReportedByWaitAll) {
   EXPECT_NE(message_of([&] { engine.wait_all(); }).find("lost?"), std::string::npos);
 }
 
+// A composite operation's helper variable passes its failure on to the
+// variables the composite writes: deleted, it files nothing more, while the
+// failure is still reported through them, once each.
+TEST_P(Errors, AHelperVariableDeletedMarkedReportsNothingMore) {
+  Engine engine(options());
+  Var out = engine.new_var("out");
+  Var helper = engine.new_var("helper");
+  engine.push([](RunContext&) { throw std::runtime_error("step failed"); }, {}, {helper});
+  engine.push([](RunContext&) {}, {helper}, {out});  // skipped: marks out
+  engine.delete_helper_var(helper);
+  EXPECT_EQ(message_of([&] { engine.wait_to_read(out); }), "step failed");
+  EXPECT_NO_THROW(engine.wait_all());
+  // Without the wait on `out`, wait_all reports it for `out`.
+  Var helper2 = engine.new_var("helper2");
+  engine.push([](RunContext&) { throw std::runtime_error("again"); }, {}, {helper2});
+  engine.push([](RunContext&) {}, {helper2}, {out});
+  engine.delete_helper_var(helper2);
+  EXPECT_EQ(message_of([&] { engine.wait_all(); }), "again");
+  EXPECT_NO_THROW(engine.wait_all());
+  // Using it after the delete throws, as for any deleted variable.
+  EXPECT_THROW(engine.push([](RunContext&) {}, {helper2}, {}), std::invalid_argument);
+  EXPECT_THROW(engine.delete_helper_var(helper2), std::invalid_argument);
+}
+
 TEST_P(Errors, ReleaseFunctionErrorsAreReported) {
   Engine engine(options());
   Var a = engine.new_var("a");

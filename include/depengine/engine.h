@@ -84,8 +84,14 @@ class Engine {
 
   /// Deletes `var`: pushed like a write. `release`, if given, runs once every
   /// earlier operation on `var` has completed, on every device; then the
-  /// variable's slot is recycled. Using `var` afterwards throws.
+  /// variable's slot is recycled. Using `var` afterwards throws. A failure
+  /// that still marks `var` then is reported by the next `wait_all`.
   void delete_var(Var var, ReleaseFn release = {});
+  /// The same, for a helper variable of a composite operation (a collective's
+  /// scratch chunks): a failure that still marks it is dropped, since the
+  /// composite operation passed it on to the variables it writes, through
+  /// which the caller sees it.
+  void delete_helper_var(Var var);
 
   void wait_to_read(Var var);
   void wait_to_write(Var var);
