@@ -212,6 +212,15 @@ Communicator Communicator::world(Engine& engine, const CommOptions& options) {
   return Communicator(std::move(state));
 }
 
+Communicator detail::local_communicator(Engine& engine) {
+  auto state = std::make_shared<CommState>();
+  state->engine = &engine;
+  state->piece_bytes = CommOptions{}.piece_bytes;
+  state->group = detail::make_single_process_group("the KVStore's devices of this process");
+  add_hand_off_device(engine);
+  return Communicator(std::move(state));
+}
+
 Communicator::~Communicator() = default;
 
 int Communicator::process_rank() const { return state_->group->rank(); }
