@@ -6,6 +6,11 @@ target_link_libraries(kvstore_tests PRIVATE depengine_comm)
 add_executable(kvstore_mpi_tests kvstore_mpi_test.cpp)
 target_link_libraries(kvstore_mpi_tests PRIVATE depengine_comm GTest::gtest_main)
 target_include_directories(kvstore_mpi_tests PRIVATE ${PROJECT_SOURCE_DIR})
+if(DEPENGINE_BUILD_EXAMPLES)
+  # The data-parallel MLP through the store against its allreduce path.
+  target_link_libraries(kvstore_mpi_tests PRIVATE depengine_data_parallel)
+  target_compile_definitions(kvstore_mpi_tests PRIVATE DEPENGINE_TEST_DATA_PARALLEL=1)
+endif()
 add_executable(kvstore_fault_server kvstore_fault_server.cpp)
 target_link_libraries(kvstore_fault_server PRIVATE depengine_comm)
 

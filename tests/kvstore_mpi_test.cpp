@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -23,6 +24,10 @@
 #include <depengine/kvstore.h>
 #include <depengine/ops.h>
 #include <depengine/tensor.h>
+
+#if DEPENGINE_TEST_DATA_PARALLEL
+#include "examples/data_parallel.h"
+#endif
 
 namespace depengine {
 namespace {
@@ -257,6 +262,42 @@ TEST_P(KVStoreMpi, SetUpdaterNeedsLocalShards) {
   if (!kv.is_worker()) return;
   EXPECT_THROW(kv.set_updater([](int, const Tensor&, Tensor&) {}), std::logic_error);
 }
+
+#if DEPENGINE_TEST_DATA_PARALLEL
+// The MLP of the data-parallel example trained over every process: the
+// gradients through dist_sync (shards in the processes, SGD on them) give
+// the parameters of the Communicator's allreduce path.
+std::vector<float> train_data_parallel(const char* kvstore) {
+  auto engine = engine_with_devices(kDevices);
+  Communicator comm = Communicator::world(*engine);
+  std::optional<KVStore> kv;
+  if (kvstore) kv.emplace(KVStore::create(*engine, kvstore));
+  const std::int64_t batch_per_replica = 8;
+  const auto [all_train, test] = examples::split(examples::make_blobs(600, 16, 4, 3), 0.2, 1);
+  const int ranks = kDevices * comm.process_count();
+  const examples::Dataset train = examples::whole_global_batches(all_train, batch_per_replica * ranks);
+  examples::DataParallelMlp mlp(*engine, comm,
+                                {.layers = {16, 24, 4},
+                                 .learning_rate = 0.2,
+                                 .devices = {Device::emulated(0), Device::emulated(1)},
+                                 .kvstore = kv ? &*kv : nullptr});
+  const auto shards = examples::shard_batches(*engine, train, batch_per_replica, mlp, comm.process_rank());
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    for (const auto& step : shards) mlp.train_step(step);
+  }
+  return mlp.parameters(1);
+}
+
+TEST(KVStoreMpiDataParallel, DistSyncMatchesTheAllreducePath) {
+  if (world_size() < 2) GTEST_SKIP() << "needs several processes (run under mpirun)";
+  const std::vector<float> allreduce = train_data_parallel(nullptr);
+  const std::vector<float> through_store = train_data_parallel("dist_sync");
+  ASSERT_EQ(through_store.size(), allreduce.size());
+  for (std::size_t i = 0; i < allreduce.size(); ++i) {
+    ASSERT_NEAR(through_store[i], allreduce[i], 1e-5 * (1.0 + std::abs(allreduce[i]))) << "parameter " << i;
+  }
+}
+#endif
 
 INSTANTIATE_TEST_SUITE_P(Servers, KVStoreMpi, ::testing::Values(0, 1, 2),
                          [](const auto& info) { return "servers" + std::to_string(info.param); });
