@@ -1,13 +1,14 @@
 // kvstore_bench: push+pull through the dist_sync KVStore against the
 // Communicator's allreduce and raw MPI_Allreduce, in the same run, under
 // mpirun:
-//   mpirun -np 2 build/bench/kvstore_bench                 # a shard in each process
+//   mpirun -np 4 build/bench/kvstore_bench                 # 1, 2 and 4 shards in the workers
 //   mpirun -np 3 build/bench/kvstore_bench --servers 1     # 2 workers, 1 server process
 //   ... [--json FILE] [--part-bytes B]
 // For each key size from 4 KiB to 64 MiB (float32), every worker runs the
 // same number of back-to-back pushpulls of one key (its tensor pushed,
-// then the merged sum pulled back into it), allreduces and raw allreduces
-// of the same buffer; the time per call is the slowest worker's. Bus
+// then the merged sum pulled back into it) through stores with 1, 2 and 4
+// shards in the workers (and one in each process), allreduces and raw
+// allreduces of the same buffer; the time per call is the slowest worker's. Bus
 // bandwidth as nccl-tests define it for an allreduce of n workers:
 // busbw = bytes / time * 2 (n - 1) / n. With dedicated servers the
 // Communicator is left out (it spans every process, servers included) and
@@ -96,16 +97,30 @@ int main(int argc, char** argv) {
   std::string json = "[";
   {
     depengine::Engine engine;
-    depengine::KVStore kv = depengine::KVStore::create(engine, "dist_sync",
-                                                       {.servers = servers, .part_bytes = part_bytes, .updater = {}});
-    if (kv.is_worker()) {
+    // With shards in the workers: 1 (a central server), 2 and 4 shards, up
+    // to one per process; with dedicated servers, one store over them.
+    std::vector<int> shard_counts;
+    if (servers > 0) shard_counts.push_back(servers);
+    for (int shards = 1; servers == 0 && shards <= processes; shards *= 2) {
+      if (shards <= 4 || shards == processes) shard_counts.push_back(shards);
+    }
+    if (servers == 0 && shard_counts.back() != processes) shard_counts.push_back(processes);
+    std::vector<depengine::KVStore> stores;
+    for (int shards : shard_counts) {
+      stores.push_back(depengine::KVStore::create(
+          engine, "dist_sync",
+          {.servers = servers, .shards = servers > 0 ? 0 : shards, .part_bytes = part_bytes, .updater = {}}));
+    }
+    if (stores.front().is_worker()) {
       std::optional<depengine::Communicator> comm;
       if (servers == 0) comm.emplace(depengine::Communicator::world(engine));
       const double bus_factor = workers > 1 ? 2.0 * (workers - 1) / workers : 1.0;
       if (rank == 0) {
-        std::printf("%s; part_bytes %zu, %d CPU threads\n", kv.describe().c_str(), part_bytes, engine.cpu_threads());
-        std::printf("%10s %6s %12s %12s %12s %14s %14s %14s %8s\n", "size", "iters", "raw us", "allreduce us",
-                    "pushpull us", "raw busbw", "allreduce busbw", "pushpull busbw", "kv/ar");
+        for (const depengine::KVStore& kv : stores) std::printf("%s\n", kv.describe().c_str());
+        std::printf("part_bytes %zu, %d CPU threads; bus bandwidth in GB/s\n%10s %6s %10s %10s", part_bytes,
+                    engine.cpu_threads(), "size", "iters", "raw", "allreduce");
+        for (int shards : shard_counts) std::printf(" %8s%-2d", "kv S=", shards);
+        std::printf(" %10s\n", "kv/ar");
       }
       int key = 0;
       for (std::size_t bytes = std::size_t{4} << 10; bytes <= (std::size_t{64} << 20); bytes *= 4, ++key) {
@@ -121,21 +136,28 @@ int main(int argc, char** argv) {
         if (comm) {
           allreduce = time_calls(iterations, [&] { comm->allreduce({t}); }, [&] { engine.wait_to_read(t.var()); });
         }
-        kv.init(key, t);
-        const double pushpull =
-            time_calls(iterations, [&] { kv.pushpull(key, {t}, {t}); }, [&] { engine.wait_to_read(t.var()); });
-        auto busbw = [&](double seconds) { return seconds > 0 ? static_cast<double>(bytes) / seconds * bus_factor / 1e9 : 0.0; };
+        std::vector<double> pushpull;
+        for (depengine::KVStore& kv : stores) {
+          kv.init(key, t);
+          pushpull.push_back(
+              time_calls(iterations, [&] { kv.pushpull(key, {t}, {t}); }, [&] { engine.wait_to_read(t.var()); }));
+        }
+        auto busbw = [&](double seconds) {
+          return seconds > 0 ? static_cast<double>(bytes) / seconds * bus_factor / 1e9 : 0.0;
+        };
         if (rank == 0) {
-          std::printf("%10s %6d %12.1f %12.1f %12.1f %9.3f GB/s %9.3f GB/s %9.3f GB/s %8.2f\n", size_text(bytes).c_str(),
-                      iterations, raw * 1e6, allreduce * 1e6, pushpull * 1e6, busbw(raw), busbw(allreduce),
-                      busbw(pushpull), allreduce > 0 ? busbw(pushpull) / busbw(allreduce) : 0.0);
-          json += std::string(json.size() > 1 ? "," : "") + "\n {\"benchmark\": \"pushpull\", \"bytes\": " +
-                  std::to_string(bytes) + ", \"workers\": " + std::to_string(workers) + ", \"shards\": " +
-                  std::to_string(kv.num_servers()) + ", \"dedicated_servers\": " + std::to_string(servers) +
-                  ", \"raw_mpi_seconds\": " + number(raw) + ", \"allreduce_seconds\": " + number(allreduce) +
-                  ", \"pushpull_seconds\": " + number(pushpull) + ", \"raw_busbw_gbs\": " + number(busbw(raw)) +
-                  ", \"allreduce_busbw_gbs\": " + number(busbw(allreduce)) +
-                  ", \"pushpull_busbw_gbs\": " + number(busbw(pushpull)) + "}";
+          std::printf("%10s %6d %10.3f %10.3f", size_text(bytes).c_str(), iterations, busbw(raw), busbw(allreduce));
+          for (double p : pushpull) std::printf(" %10.3f", busbw(p));
+          std::printf(" %10.2f\n", allreduce > 0 ? busbw(pushpull.back()) / busbw(allreduce) : 0.0);
+          for (std::size_t i = 0; i < stores.size(); ++i) {
+            json += std::string(json.size() > 1 ? "," : "") + "\n {\"benchmark\": \"pushpull\", \"bytes\": " +
+                    std::to_string(bytes) + ", \"workers\": " + std::to_string(workers) + ", \"shards\": " +
+                    std::to_string(shard_counts[i]) + ", \"dedicated_servers\": " + std::to_string(servers) +
+                    ", \"raw_mpi_seconds\": " + number(raw) + ", \"allreduce_seconds\": " + number(allreduce) +
+                    ", \"pushpull_seconds\": " + number(pushpull[i]) + ", \"raw_busbw_gbs\": " + number(busbw(raw)) +
+                    ", \"allreduce_busbw_gbs\": " + number(busbw(allreduce)) +
+                    ", \"pushpull_busbw_gbs\": " + number(busbw(pushpull[i])) + "}";
+          }
         }
       }
     }

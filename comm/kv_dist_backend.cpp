@@ -255,6 +255,12 @@ std::shared_ptr<KVBackend> make_dist_backend(Engine& engine, std::string type, b
     MPI_Comm_size(MPI_COMM_WORLD, &layout.size);
   }
   layout.servers = options.servers;
+  layout.colocated_shards = options.shards == 0 ? layout.size : options.shards;
+  if (options.shards < 0 || (options.shards > 0 && options.servers > 0) || options.shards > layout.size) {
+    throw std::invalid_argument("depengine::KVStore::create: shards (" + std::to_string(options.shards) +
+                                ") counts the worker processes that host a shard: between 0 (all) and the " +
+                                std::to_string(layout.size) + " processes, and only without dedicated servers");
+  }
   if (options.servers >= layout.size) {
     throw std::invalid_argument("depengine::KVStore::create: " + std::to_string(options.servers) +
                                 " dedicated servers need at least one more process for a worker, and the job has " +

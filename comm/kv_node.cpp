@@ -197,8 +197,11 @@ std::string KvNode::describe() const {
                                                std::to_string(layout_.workers())
                                          : "server " + std::to_string(layout_.rank - layout_.workers()) + " of " +
                                                std::to_string(layout_.servers);
-  std::string shards = layout_.servers > 0 ? std::to_string(layout_.servers) + " dedicated server processes"
-                                           : std::to_string(layout_.shards()) + " server shards, one in each process";
+  std::string shards =
+      layout_.servers > 0 ? std::to_string(layout_.servers) + " dedicated server processes"
+      : layout_.shards() == layout_.size
+          ? std::to_string(layout_.shards()) + " server shards, one in each process"
+          : std::to_string(layout_.shards()) + " server shards, in processes 0 to " + std::to_string(layout_.shards() - 1);
   return role + ", " + shards + ", MPI (" + version_ + ")";
 }
 

@@ -38,14 +38,14 @@
 namespace depengine::detail {
 
 /// Who is who in a job of `size` processes with `servers` dedicated servers
-/// (0: one shard in each process).
+/// (0: shards in the first `colocated_shards` worker processes).
 struct KvLayout {
-  int rank = 0, size = 1, servers = 0;
+  int rank = 0, size = 1, servers = 0, colocated_shards = 1;
   int workers() const { return size - servers; }
-  int shards() const { return servers > 0 ? servers : size; }
+  int shards() const { return servers > 0 ? servers : colocated_shards; }
   int shard_process(int shard) const { return servers > 0 ? size - servers + shard : shard; }
   bool is_worker() const { return rank < workers(); }
-  bool hosts_shard() const { return servers == 0 || !is_worker(); }
+  bool hosts_shard() const { return servers > 0 ? !is_worker() : rank < colocated_shards; }
 };
 
 /// A worker's request: messages to shards (a header each, and a payload

@@ -80,12 +80,13 @@ void require_same_length(const char* op, const std::vector<int>& keys, const Lis
 
 KVStore KVStore::create(Engine& engine, std::string_view type, KVStoreOptions options) {
   if (options.servers < 0) fail("create", "servers must not be negative");
+  if (options.shards < 0) fail("create", "shards must not be negative");
   if (options.part_bytes == 0 || options.part_bytes > (std::size_t{1} << 30)) {
     fail("create", "part_bytes must be between 1 and 1 GiB");
   }
   detail::KVUpdate update{.updater = options.updater, .sgd = {}};
   if (type == "local" || type == "device") {
-    if (options.servers != 0) fail("create", "servers apply to the dist types only");
+    if (options.servers != 0 || options.shards != 0) fail("create", "servers and shards apply to the dist types only");
     return KVStore(detail::make_local_backend(engine, std::string(type), type == "device", std::move(update)));
   }
   if (type == "dist_sync" || type == "dist_async") {

@@ -65,19 +65,24 @@ std::vector<double> host_of(const Tensor& t) {
   return {f.begin(), f.end()};
 }
 
-// servers: dedicated server processes (0: a shard in each process).
+// The parameter: dedicated server processes (0: a shard in each process;
+// kCentralShard: one shard, in process 0).
+constexpr int kCentralShard = -1;
+
 class KVStoreMpi : public ::testing::TestWithParam<int> {
  protected:
   void SetUp() override {
     if (world_size() < 2) GTEST_SKIP() << "needs several processes (run under mpirun)";
-    if (GetParam() >= world_size()) GTEST_SKIP() << GetParam() << " servers need more than " << world_size()
-                                                 << " processes";
+    if (servers() >= world_size()) GTEST_SKIP() << servers() << " servers need more than " << world_size()
+                                                << " processes";
     engine_ = engine_with_devices(kDevices);
   }
   KVStoreOptions options(std::size_t part_bytes = std::size_t{64} << 10) const {
-    return {.servers = GetParam(), .part_bytes = part_bytes, .updater = {}};
+    return {.servers = servers(), .shards = GetParam() == kCentralShard ? 1 : 0, .part_bytes = part_bytes, .updater = {}};
   }
-  int workers() const { return world_size() - GetParam(); }
+  int servers() const { return std::max(GetParam(), 0); }
+  int shards() const { return GetParam() == kCentralShard ? 1 : GetParam() > 0 ? GetParam() : world_size(); }
+  int workers() const { return world_size() - servers(); }
   std::unique_ptr<Engine> engine_;
 };
 
@@ -89,7 +94,7 @@ TEST_P(KVStoreMpi, SyncPullSeesEveryWorkersPush) {
   auto kv = KVStore::create(engine, "dist_sync", options());
   if (!kv.is_worker()) return;
   EXPECT_EQ(kv.num_workers(), workers());
-  EXPECT_EQ(kv.num_servers(), GetParam() > 0 ? GetParam() : world_size());
+  EXPECT_EQ(kv.num_servers(), shards());
   EXPECT_NE(kv.describe().find("worker " + std::to_string(kv.rank())), std::string::npos) << kv.describe();
   std::mt19937 rng(11);  // the same keys on every process
   const std::vector<std::int64_t> sizes = {0, 1, 17, 1000, 100003};
@@ -256,7 +261,7 @@ TEST_P(KVStoreMpi, InitWithDifferentShapesFailsOnEveryWorker) {
 // On a worker whose values live on dedicated servers, the updater must come
 // with the options (the servers never see set_updater).
 TEST_P(KVStoreMpi, SetUpdaterNeedsLocalShards) {
-  if (GetParam() == 0) GTEST_SKIP() << "co-located shards take set_updater";
+  if (servers() == 0) GTEST_SKIP() << "co-located shards take set_updater";
   Engine& engine = *engine_;
   auto kv = KVStore::create(engine, "dist_sync", options());
   if (!kv.is_worker()) return;
@@ -299,8 +304,9 @@ TEST(KVStoreMpiDataParallel, DistSyncMatchesTheAllreducePath) {
 }
 #endif
 
-INSTANTIATE_TEST_SUITE_P(Servers, KVStoreMpi, ::testing::Values(0, 1, 2),
-                         [](const auto& info) { return "servers" + std::to_string(info.param); });
+INSTANTIATE_TEST_SUITE_P(Servers, KVStoreMpi, ::testing::Values(0, kCentralShard, 1, 2), [](const auto& info) {
+  return info.param == kCentralShard ? std::string("central_shard") : "servers" + std::to_string(info.param);
+});
 
 }  // namespace
 }  // namespace depengine

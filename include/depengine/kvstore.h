@@ -98,6 +98,9 @@ struct KVStoreOptions {
   /// dist types: the number of dedicated server processes (the last ranks);
   /// 0 puts one server shard in each worker process.
   int servers = 0;
+  /// dist types with shards in the workers: how many processes host one
+  /// (the first ranks; 0: every process). 1 is a single central server.
+  int shards = 0;
   /// dist types: values larger than this go to the shards in parts of this
   /// many bytes (at most 1 GiB), part j of key k to shard (hash(k) + j) mod S.
   std::size_t part_bytes = std::size_t{1} << 20;
