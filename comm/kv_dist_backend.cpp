@@ -68,7 +68,7 @@ class DistBackend final : public KVBackend {
  public:
   DistBackend(Engine& engine, std::string type, bool sync, KvLayout layout, const KVStoreOptions& options)
       : KVBackend(engine, std::move(type)), part_bytes_(options.part_bytes) {
-    node_ = std::make_unique<KvNode>(engine, layout, sync, KVUpdate{.updater = options.updater, .sgd = {}});
+    node_ = std::make_unique<KvNode>(layout, sync, KVUpdate{.updater = options.updater, .sgd = {}});
   }
 
   ~DistBackend() override {

@@ -13,7 +13,10 @@ namespace depengine::detail {
 
 namespace {
 
-// The longest sleep of an idle process hosting a shard between polls.
+// A process hosting a shard keeps polling (yielding) this long after its
+// last message, as the next one usually follows soon, then sleeps between
+// polls, longer each time up to kIdlePollMax.
+constexpr auto kSpinAfterActivity = std::chrono::microseconds(200);
 constexpr auto kIdlePollMax = std::chrono::microseconds(2000);
 constexpr auto kIdlePollMin = std::chrono::microseconds(20);
 
@@ -38,8 +41,8 @@ int bytes_count(std::size_t bytes) { return static_cast<int>(bytes); }
 
 }  // namespace
 
-KvNode::KvNode(Engine& engine, KvLayout layout, bool sync, KVUpdate update)
-    : engine_(engine), layout_(layout), sync_(sync), timeout_(mpi_runtime::timeout_seconds()) {
+KvNode::KvNode(KvLayout layout, bool sync, KVUpdate update)
+    : layout_(layout), sync_(sync), timeout_(mpi_runtime::timeout_seconds()) {
   check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &world_), "MPI_Comm_dup");
   check_mpi(MPI_Comm_set_errhandler(world_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
   check_mpi(MPI_Comm_split(world_, layout_.is_worker() ? 0 : MPI_UNDEFINED, layout_.rank, &workers_),
@@ -53,7 +56,10 @@ KvNode::KvNode(Engine& engine, KvLayout layout, bool sync, KVUpdate update)
   const int limit = has_bound ? *tag_upper_bound : 32767;
   reply_tags_ = std::min<std::uint64_t>(kv_wire::kReplyTags, static_cast<std::uint64_t>(limit - kv_wire::kFirstReplyTag));
   version_ = mpi_runtime::library_version();
-  if (layout_.hosts_shard()) shard_.emplace(engine_, *this, layout_.workers(), sync_, std::move(update));
+  if (layout_.hosts_shard()) {
+    server_engine_ = std::make_unique<Engine>(EngineOptions{.cpu_threads = 1, .read_environment = false});
+    shard_.emplace(*server_engine_, *this, layout_.workers(), sync_, std::move(update));
+  }
   last_message_ = Clock::now();
   if (shard_) {
     check_mpi(MPI_Irecv(&header_in_, sizeof header_in_, MPI_BYTE, MPI_ANY_SOURCE, kv_wire::kHeaderTag, world_,
@@ -201,7 +207,9 @@ std::string KvNode::describe() const {
       layout_.servers > 0 ? std::to_string(layout_.servers) + " dedicated server processes"
       : layout_.shards() == layout_.size
           ? std::to_string(layout_.shards()) + " server shards, one in each process"
-          : std::to_string(layout_.shards()) + " server shards, in processes 0 to " + std::to_string(layout_.shards() - 1);
+      : layout_.shards() == 1 ? std::string("1 server shard, in process 0")
+                              : std::to_string(layout_.shards()) + " server shards, in processes 0 to " +
+                                    std::to_string(layout_.shards() - 1);
   return role + ", " + shards + ", MPI (" + version_ + ")";
 }
 
@@ -236,9 +244,17 @@ void KvNode::run() {
     if (busy()) {
       std::this_thread::yield();
       idle_poll = kIdlePollMin;
+      last_active_ = Clock::now();
       continue;
     }
-    if (had_news || last_message_ != before) idle_poll = kIdlePollMin;
+    if (had_news || last_message_ != before) {
+      idle_poll = kIdlePollMin;
+      last_active_ = Clock::now();
+    }
+    if (shard_ && !broken_ && Clock::now() - last_active_ < kSpinAfterActivity) {
+      std::this_thread::yield();
+      continue;
+    }
     std::unique_lock lock(mutex_);
     if (shard_ && !broken_) {
       // Unannounced messages may come: poll again after a growing sleep.

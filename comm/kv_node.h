@@ -7,9 +7,10 @@
 //
 // The thread polls while anything is in flight, yielding between polls
 // (Open MPI advances transfers only inside MPI calls). A process hosting a
-// shard must also notice messages nobody announced: idle, it polls with a
-// backoff that grows to kIdlePollMax between polls (a sleep, not a spin);
-// a worker with nothing in flight sleeps until it has work.
+// shard must also notice messages nobody announced: it keeps polling for
+// a moment after its last message, then sleeps between polls, longer each
+// time up to a few milliseconds; a worker with nothing in flight and no
+// shard sleeps until it has work.
 //
 // Every job, reply and barrier has DEPENGINE_COMM_TIMEOUT seconds to end:
 // after that the node is broken, everything pending fails, and so does
@@ -32,6 +33,7 @@
 #include <mpi.h>
 
 #include "comm/kv_shard.h"
+#include "depengine/engine.h"
 #include "comm/kv_wire.h"
 #include "depengine/detail/inline_function.h"
 
@@ -75,7 +77,7 @@ struct KvJob {
 class KvNode final : public KvReplies {
  public:
   /// Collective over MPI_COMM_WORLD (MPI must be up).
-  KvNode(Engine& engine, KvLayout layout, bool sync, KVUpdate update);
+  KvNode(KvLayout layout, bool sync, KVUpdate update);
   /// Stops the thread; call finish() (workers) or serve() (servers) first.
   ~KvNode() override;
 
@@ -156,13 +158,16 @@ class KvNode final : public KvReplies {
   void wait_released();
   int reply_tag(std::uint64_t request) const;
 
-  Engine& engine_;
   const KvLayout layout_;
   const bool sync_;
   const double timeout_;
   MPI_Comm world_ = MPI_COMM_NULL, workers_ = MPI_COMM_NULL;
   std::uint64_t reply_tags_ = kv_wire::kReplyTags;
   std::string version_;
+  // The shard's work runs on an engine of its own, so that the progress
+  // thread never waits for the program's engine (a naive engine runs one
+  // push at a time, and its pusher may be waiting for this thread).
+  std::unique_ptr<Engine> server_engine_;
   std::optional<KvShard> shard_;
 
   std::mutex mutex_;
@@ -183,7 +188,7 @@ class KvNode final : public KvReplies {
   MPI_Request header_recv_ = MPI_REQUEST_NULL, status_recv_ = MPI_REQUEST_NULL;
   kv_wire::Header header_in_;
   kv_wire::Status status_in_;
-  Clock::time_point last_message_;
+  Clock::time_point last_message_, last_active_;
   bool a_worker_finished_ = false;
 
   std::thread thread_;

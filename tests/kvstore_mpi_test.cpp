@@ -34,8 +34,8 @@ namespace {
 
 constexpr int kDevices = 2;
 
-std::unique_ptr<Engine> engine_with_devices(int devices) {
-  auto engine = std::make_unique<Engine>(EngineOptions{.cpu_threads = 2, .read_environment = false});
+std::unique_ptr<Engine> engine_with_devices(int devices, EngineKind kind = EngineKind::Threaded) {
+  auto engine = std::make_unique<Engine>(EngineOptions{.kind = kind, .cpu_threads = 2, .read_environment = false});
   for (int d = 0; d < devices; ++d) add_emulated_device(*engine, d, {.compute_streams = 1});
   return engine;
 }
@@ -135,6 +135,33 @@ TEST_P(KVStoreMpi, SyncPullSeesEveryWorkersPush) {
     }
   }
   kv.barrier();
+}
+
+// The naive engine runs each operation on the pushing thread, the KVStore's
+// too: a push returns once sent, a pull once its reply came.
+TEST_P(KVStoreMpi, NaiveEngine) {
+  auto naive = engine_with_devices(kDevices, EngineKind::Naive);
+  Engine& engine = *naive;
+  auto kv = KVStore::create(engine, "dist_sync", options(1024));
+  if (!kv.is_worker()) return;
+  const std::int64_t n = 1001;
+  kv.init(2, Tensor::zeros(engine, {n}));
+  for (int round = 1; round <= 3; ++round) {
+    std::vector<Tensor> values, outs;
+    for (int d = 0; d < kDevices; ++d) {
+      values.push_back(tensor_of(engine, n, DType::float32, Device::emulated(d), 2, kv.rank() * kDevices + d, round));
+      outs.push_back(Tensor::empty(engine, {n}, DType::float32, Device::emulated(d)));
+    }
+    kv.pushpull(2, values, outs);
+    for (const Tensor& out : outs) {
+      const std::vector<double> got = host_of(out);
+      for (std::int64_t i = 0; i < n; ++i) {
+        double want = 0;
+        for (int slot = 0; slot < workers() * kDevices; ++slot) want += value_at(2, slot, round, i);
+        ASSERT_EQ(got[static_cast<std::size_t>(i)], want) << i;
+      }
+    }
+  }
 }
 
 // Pushes of several rounds before a pull: the shard applies them round by

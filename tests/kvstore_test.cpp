@@ -19,8 +19,8 @@
 namespace depengine {
 namespace {
 
-std::unique_ptr<Engine> engine_with_devices(int devices) {
-  auto engine = std::make_unique<Engine>(EngineOptions{.cpu_threads = 2, .read_environment = false});
+std::unique_ptr<Engine> engine_with_devices(int devices, EngineKind kind = EngineKind::Threaded) {
+  auto engine = std::make_unique<Engine>(EngineOptions{.kind = kind, .cpu_threads = 2, .read_environment = false});
   for (int d = 0; d < devices; ++d) add_emulated_device(*engine, d, {.compute_streams = 1});
   return engine;
 }
@@ -99,6 +99,23 @@ TEST_P(KVStoreLocal, PushSumsTheDevicesAndPullCopiesBack) {
         }
       }
     }
+  }
+}
+
+// The naive engine: each operation runs as it is pushed.
+TEST_P(KVStoreLocal, NaiveEngine) {
+  auto engine = engine_with_devices(2, EngineKind::Naive);
+  auto kv = KVStore::create(*engine, GetParam());
+  kv.init(4, Tensor::zeros(*engine, {9}, DType::float64));
+  std::vector<Tensor> outs = {Tensor::empty(*engine, {9}, DType::float64, Device::emulated(0)),
+                              Tensor::empty(*engine, {9}, DType::float64, Device::emulated(1))};
+  kv.pushpull(4,
+              {tensor_of(*engine, 9, DType::float64, Device::emulated(0), 4, 0, 1),
+               tensor_of(*engine, 9, DType::float64, Device::emulated(1), 4, 1, 1)},
+              outs);
+  for (const Tensor& out : outs) {
+    const std::vector<double> got = out.to_host<double>();
+    for (std::int64_t i = 0; i < 9; ++i) EXPECT_EQ(got[i], value_at(4, 0, 1, i) + value_at(4, 1, 1, i));
   }
 }
 

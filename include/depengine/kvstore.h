@@ -79,7 +79,8 @@ namespace depengine {
 
 /// Runs where a key is stored when its pushes are merged: `merged` is the
 /// sum of the pushes, `stored` the value to update (push operations on
-/// them, e.g. `ops::sgd_update(stored, merged, lr)`).
+/// them, e.g. `ops::sgd_update(stored, merged, lr)`). On the dist types'
+/// shards both are host tensors of the shard's own engine.
 using KVUpdater = std::function<void(int key, const Tensor& merged, Tensor& stored)>;
 
 /// Stochastic gradient descent with momentum and weight decay, run on the
