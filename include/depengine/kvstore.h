@@ -122,9 +122,9 @@ class KVStore {
   /// std::invalid_argument for an unknown type or bad options.
   static KVStore create(Engine& engine, std::string_view type, KVStoreOptions options = {});
 
-  /// A handle: copies share the store. The last handle of a worker waits
-  /// for the store's operations, and with shards of its own serves the
-  /// other workers until they are done.
+  /// A handle: copies share the store, which must not outlive its engine.
+  /// The last handle of a worker waits for the store's operations, and
+  /// with shards of its own serves the other workers until they are done.
   KVStore(const KVStore&) = default;
   KVStore& operator=(const KVStore&) = default;
   KVStore(KVStore&&) noexcept = default;
@@ -157,6 +157,7 @@ class KVStore {
   /// This process's rank in the job (0 when alone).
   int rank() const;
   int num_workers() const;
+  /// The server shards (0 for local and device).
   int num_servers() const;
   /// False on a dedicated server process.
   bool is_worker() const;
