@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "comm/kv_backend.h"
+#include "comm/inline_executor.h"
 #include "comm/kv_host_ops.h"
 #include "comm/kv_node.h"
 #include "comm/mpi_runtime.h"
@@ -59,6 +60,19 @@ std::uint64_t mix(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
+// The device of the operations that hand a request to the node: inline on
+// the thread that found them ready (they only queue the job).
+constexpr Device kRequestDevice = Device::custom(61);
+
+void add_request_device(Engine& engine) {
+  if (engine.has_device(kRequestDevice)) return;
+  try {
+    engine.add_device(kRequestDevice, std::make_unique<InlineExecutor>());
+  } catch (const std::invalid_argument&) {
+    if (!engine.has_device(kRequestDevice)) throw;  // another store added it first
+  }
+}
+
 struct Part {
   int process = 0;
   std::int64_t offset = 0, count = 0;
@@ -68,6 +82,7 @@ class DistBackend final : public KVBackend {
  public:
   DistBackend(Engine& engine, std::string type, bool sync, KvLayout layout, const KVStoreOptions& options)
       : KVBackend(engine, std::move(type)), part_bytes_(options.part_bytes) {
+    add_request_device(engine);
     node_ = std::make_unique<KvNode>(layout, sync, KVUpdate{.updater = options.updater, .sgd = {}});
   }
 
@@ -99,7 +114,7 @@ class DistBackend final : public KVBackend {
           }
           submit(std::move(job), std::move(done), std::move(ticket));
         },
-        {value.var()}, {state_of(key).var}, {.name = "kvstore:init"});
+        {value.var()}, {state_of(key).var}, {.name = "kvstore:init", .device = kRequestDevice});
   }
 
   void push(int key, const std::vector<Tensor>& values, int priority) override {
@@ -127,7 +142,7 @@ class DistBackend final : public KVBackend {
           }
           submit(std::move(job), std::move(done), std::move(ticket));
         },
-        {source.var()}, {ks.var}, {.priority = priority, .name = "kvstore:push"});
+        {source.var()}, {ks.var}, {.priority = priority, .name = "kvstore:push", .device = kRequestDevice});
   }
 
   void pull(int key, const std::vector<Tensor>& outs, int priority) override {
@@ -151,7 +166,7 @@ class DistBackend final : public KVBackend {
           }
           submit(std::move(job), std::move(done), std::move(ticket));
         },
-        {}, {out.var(), ks.var}, {.priority = priority, .name = "kvstore:pull"});
+        {}, {out.var(), ks.var}, {.priority = priority, .name = "kvstore:pull", .device = kRequestDevice});
     for (std::size_t i = 1; i < outs.size(); ++i) kv_host_ops::copy(out, outs[i], priority, "kvstore:pull");
   }
 

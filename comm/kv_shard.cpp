@@ -6,10 +6,13 @@
 #include <stdexcept>
 
 #include "comm/host_math.h"
+#include "comm/inline_executor.h"
 
 namespace depengine::detail {
 
 namespace {
+
+constexpr Device kReplyDevice = Device::custom(62);
 
 std::string part_text(int key, std::uint32_t part) {
   return "key " + std::to_string(key) + (part ? " (part " + std::to_string(part) + ")" : "");
@@ -50,6 +53,11 @@ class KvShard::ReplyTicket {
   int source_;
   std::uint64_t request_;
 };
+
+KvShard::KvShard(Engine& engine, KvReplies& replies, int workers, bool sync, KVUpdate update)
+    : engine_(engine), replies_(replies), workers_(workers), sync_(sync), update_(std::move(update)) {
+  engine_.add_device(kReplyDevice, std::make_unique<InlineExecutor>());
+}
 
 Tensor KvShard::payload_buffer(const kv_wire::Header& h) const {
   return Tensor::empty(engine_, {h.count}, static_cast<DType>(h.dtype));
@@ -174,7 +182,7 @@ void KvShard::answer(int source, std::uint64_t request, Entry& e) {
       [ticket = ReplyTicket(*this, source, request), value](RunContext&, Completion done) mutable {
         ticket.send(value, std::move(done));
       },
-      {value.var()}, {}, {.name = "kvstore:reply"});
+      {value.var()}, {}, {.name = "kvstore:reply", .device = kReplyDevice});
 }
 
 void KvShard::fail_entry(Entry& e, std::string error) {

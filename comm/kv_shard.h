@@ -5,7 +5,10 @@
 // in) and pushes its work as engine operations: merging a push into its
 // round, the update, and each reply, an asynchronous operation that reads
 // the stored value and hands it to the node for sending, so that no update
-// writes a value while it is being sent.
+// writes a value while it is being sent. A reply only queues the value for
+// the node, so it runs inline on the thread that made it ready (the one
+// that finished the update, or the node's when the value is ready at
+// once) instead of waking a worker.
 
 #include <atomic>
 #include <cstdint>
@@ -34,8 +37,8 @@ class KvReplies {
 
 class KvShard {
  public:
-  KvShard(Engine& engine, KvReplies& replies, int workers, bool sync, KVUpdate update)
-      : engine_(engine), replies_(replies), workers_(workers), sync_(sync), update_(std::move(update)) {}
+  /// Adds the device the replies run on to `engine` (the shard's own).
+  KvShard(Engine& engine, KvReplies& replies, int workers, bool sync, KVUpdate update);
 
   /// Where the payload announced by `header` is received.
   Tensor payload_buffer(const kv_wire::Header& header) const;
