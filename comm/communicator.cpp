@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "comm/host_math.h"
+#include "comm/inline_executor.h"
 #include "comm/process_group.h"
 
 namespace depengine {
@@ -163,24 +164,15 @@ std::vector<Exchange> pieces_of(const Exchange& whole, std::size_t piece_bytes) 
   return pieces;
 }
 
-// Runs each hand-off operation inline on the thread that found it ready —
-// usually the progress thread, completing the exchange the operation waited
-// for — so that handing an exchange over wakes no CPU worker. A hand-off
-// only queues the exchange, so it never blocks the thread.
-class HandOffExecutor final : public Executor {
- public:
-  void submit(ReadyOp op) override {
-    RunContext ctx{.device = op.device(), .property = op.property(), .name = op.name()};
-    op.run_and_complete(ctx);
-  }
-};
-
+// The hand-off operations run inline on the thread that found them ready —
+// usually the progress thread, completing the exchange the operation
+// waited for. A hand-off only queues the exchange, so it never blocks.
 constexpr Device kHandOffDevice = Device::custom(63);
 
 void add_hand_off_device(Engine& engine) {
   if (engine.has_device(kHandOffDevice)) return;
   try {
-    engine.add_device(kHandOffDevice, std::make_unique<HandOffExecutor>());
+    engine.add_device(kHandOffDevice, std::make_unique<detail::InlineExecutor>());
   } catch (const std::invalid_argument&) {
     if (!engine.has_device(kHandOffDevice)) throw;  // another world() added it first
   }
@@ -208,6 +200,15 @@ Communicator Communicator::world(Engine& engine, const CommOptions& options) {
   state->engine = &engine;
   state->piece_bytes = options.piece_bytes;
   state->group = detail::make_world_group(options);
+  add_hand_off_device(engine);
+  return Communicator(std::move(state));
+}
+
+Communicator detail::local_communicator(Engine& engine) {
+  auto state = std::make_shared<CommState>();
+  state->engine = &engine;
+  state->piece_bytes = CommOptions{}.piece_bytes;
+  state->group = detail::make_single_process_group("the KVStore's devices of this process");
   add_hand_off_device(engine);
   return Communicator(std::move(state));
 }

@@ -55,7 +55,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr double kDefaultTimeoutSeconds = 600;
 // The most exchanges one bucket holds (the metadata message carries a
 // signature for each).
 constexpr int kMaxMembers = 128;
@@ -69,24 +68,7 @@ constexpr std::uint64_t kConflict = ~std::uint64_t{0};
 
 std::uint64_t normalised(std::uint64_t signature) { return (signature & (kConflict >> 1)) | 1; }
 
-double timeout_from_environment() {
-  const char* text = std::getenv("DEPENGINE_COMM_TIMEOUT");
-  if (text == nullptr || *text == '\0') return kDefaultTimeoutSeconds;
-  char* end = nullptr;
-  const double seconds = std::strtod(text, &end);
-  if (end == text || *end != '\0' || !(seconds > 0)) {
-    throw std::runtime_error(std::string("depengine::Communicator: DEPENGINE_COMM_TIMEOUT must be a positive "
-                                         "number of seconds, not '") + text + "'");
-  }
-  return seconds;
-}
-
-std::string mpi_error_text(int code) {
-  char text[MPI_MAX_ERROR_STRING];
-  int length = 0;
-  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) return "MPI error " + std::to_string(code);
-  return std::string(text, static_cast<std::size_t>(length));
-}
+using mpi_runtime::mpi_error_text;
 
 void check_mpi(int code, const char* call) {
   if (code != MPI_SUCCESS) {
@@ -177,7 +159,7 @@ struct BucketInFlight {
 
 class MpiGroup final : public ProcessGroup {
  public:
-  explicit MpiGroup(const CommOptions& options) : options_(options), timeout_(timeout_from_environment()) {
+  explicit MpiGroup(const CommOptions& options) : options_(options), timeout_(mpi_runtime::timeout_seconds()) {
     check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &data_), "MPI_Comm_dup");
     check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &control_), "MPI_Comm_dup");
     check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &ring_), "MPI_Comm_dup");

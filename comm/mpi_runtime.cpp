@@ -76,6 +76,26 @@ std::string library_version() {
   return cut == std::string::npos ? s : s.substr(0, cut);
 }
 
+double timeout_seconds() {
+  constexpr double kDefaultSeconds = 600;
+  const char* text = std::getenv("DEPENGINE_COMM_TIMEOUT");
+  if (text == nullptr || *text == '\0') return kDefaultSeconds;
+  char* end = nullptr;
+  const double seconds = std::strtod(text, &end);
+  if (end == text || *end != '\0' || !(seconds > 0)) {
+    throw std::runtime_error(std::string("depengine: DEPENGINE_COMM_TIMEOUT must be a positive number of seconds, "
+                                         "not '") + text + "'");
+  }
+  return seconds;
+}
+
+std::string mpi_error_text(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) return "MPI error " + std::to_string(code);
+  return std::string(text, static_cast<std::size_t>(length));
+}
+
 void group_opened() { g_open_groups.fetch_add(1); }
 void group_closed() { g_open_groups.fetch_sub(1); }
 void mark_broken() { g_broken.store(true); }

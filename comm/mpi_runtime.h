@@ -19,6 +19,14 @@ bool ensure(std::string& why_not);
 /// "Open MPI v4.1.4", the library's own first line.
 std::string library_version();
 
+/// DEPENGINE_COMM_TIMEOUT in seconds (600 when unset): how long a process
+/// waits for its peers before it gives up on them. Throws
+/// std::runtime_error for a value that is not a positive number.
+double timeout_seconds();
+
+/// MPI's text for an error code.
+std::string mpi_error_text(int code);
+
 /// Counts the groups whose progress threads call MPI.
 void group_opened();
 void group_closed();

@@ -22,6 +22,14 @@ DataParallelMlp::DataParallelMlp(Engine& engine, Communicator& comm, DataParalle
     weights_.push_back(std::move(w));
     biases_.push_back(std::move(b));
   }
+  if (KVStore* kv = config_.kvstore) {
+    kv->set_optimizer(
+        {.learning_rate = config_.learning_rate, .momentum = 0.0, .weight_decay = 0.0, .rescale_grad = 1.0 / ranks()});
+    for (std::size_t l = 0; l < weights_[0].size(); ++l) {
+      kv->init(static_cast<int>(2 * l), weights_[0][l]);
+      kv->init(static_cast<int>(2 * l + 1), biases_[0][l]);
+    }
+  }
 }
 
 std::vector<Tensor> DataParallelMlp::train_step(const std::vector<Batch>& parts) {
@@ -53,10 +61,23 @@ std::vector<Tensor> DataParallelMlp::train_step(const std::vector<Batch>& parts)
   std::vector<std::vector<Tensor>> grad_w(layers), grad_b(layers);  // [layer][replica]
   auto average = [&](std::size_t l) {
     const int priority = static_cast<int>(layers - l);
+    if (KVStore* kv = config_.kvstore) {
+      // Reads the gradients, writes every replica's parameters once the
+      // store's SGD updated them.
+      std::vector<Tensor> w, b;
+      for (int j = 0; j < k; ++j) {
+        w.push_back(weights_[static_cast<std::size_t>(j)][l]);
+        b.push_back(biases_[static_cast<std::size_t>(j)][l]);
+      }
+      kv->pushpull(static_cast<int>(2 * l), grad_w[l], w, priority);
+      kv->pushpull(static_cast<int>(2 * l + 1), grad_b[l], b, priority);
+      return;
+    }
     comm_.allreduce(grad_w[l], ReduceOp::mean, {.priority = priority, .name = "allreduce:weights"});
     comm_.allreduce(grad_b[l], ReduceOp::mean, {.priority = priority, .name = "allreduce:bias"});
   };
   auto update = [&](std::size_t l) {
+    if (config_.kvstore) return;  // the store updated them
     for (int j = 0; j < k; ++j) {
       const auto r = static_cast<std::size_t>(j);
       ops::sgd_update(weights_[r][l], grad_w[l][r], config_.learning_rate);

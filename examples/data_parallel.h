@@ -6,7 +6,8 @@
 // Backward pushes each layer's allreduce as soon as that layer's gradients
 // are pushed, so the communication overlaps the rest of backward; the
 // first layers' allreduces have the highest priority (their parameters are
-// needed first in the next forward pass).
+// needed first in the next forward pass). With a KVStore in the config,
+// the same step pushes the gradients and pulls the parameters instead.
 //
 //   depengine::Engine engine;
 //   auto comm = depengine::Communicator::world(engine);
@@ -21,6 +22,7 @@
 
 #include <depengine/comm.h>
 #include <depengine/engine.h>
+#include <depengine/kvstore.h>
 #include <depengine/tensor.h>
 
 #include "examples/mlp.h"
@@ -37,6 +39,13 @@ struct DataParallelConfig {
   /// that they overlap the rest of backward; false pushes them after every
   /// layer's gradients (compute, then communicate). The results are equal.
   bool overlap = true;
+  /// When set, the gradients go through this store instead of the
+  /// allreduce: each layer's are pushed as soon as they are pushed (key 2l
+  /// for layer l's weights, 2l + 1 for its bias), the store's SGD updates
+  /// its copy (learning_rate, rescaled to the mean over the ranks), and
+  /// every replica pulls the new parameters. For a dist store the
+  /// communicator spans the store's workers.
+  KVStore* kvstore = nullptr;
 };
 
 class DataParallelMlp {

@@ -107,8 +107,13 @@ struct CommStats {
   std::uint64_t buckets = 0;    ///< MPI collectives they went out in (fused exchanges share one)
 };
 
+class Communicator;
+
 namespace detail {
 struct CommState;
+/// This process's devices alone, whatever the launcher: the ring of the
+/// KVStore's "device" type.
+Communicator local_communicator(Engine& engine);
 }
 
 class Communicator {
@@ -158,6 +163,7 @@ class Communicator {
 
  private:
   explicit Communicator(std::shared_ptr<detail::CommState> state) : state_(std::move(state)) {}
+  friend Communicator detail::local_communicator(Engine& engine);
   std::shared_ptr<detail::CommState> state_;
 };
 

@@ -13,5 +13,6 @@ void bind_ops(nanobind::module_& m);
 void bind_dlpack(nanobind::module_& m, nanobind::class_<PyTensor>& tensor_class);
 void bind_profiler(nanobind::module_& m);
 void bind_comm(nanobind::module_& m);
+void bind_kvstore(nanobind::module_& m);
 
 }  // namespace depengine::python

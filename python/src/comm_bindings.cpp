@@ -18,32 +18,6 @@ struct PyCommunicator {
   Communicator comm;
 };
 
-// A Tensor or a sequence of them, all of the communicator's engine.
-std::vector<Tensor> tensors_of(nb::handle tensors, const char* call, const char* what, const EngineRef& engine) {
-  std::vector<Tensor> out;
-  auto take = [&](nb::handle item) {
-    if (!nb::isinstance<PyTensor>(item)) {
-      throw nb::type_error(
-          (std::string(call) + ": " + what + " must be Tensors, not " + python_type_name(item)).c_str());
-    }
-    const PyTensor& t = nb::cast<const PyTensor&>(item);
-    if (t.owner != engine) {
-      throw nb::value_error((std::string(call) + ": a tensor of " + what + " belongs to another engine").c_str());
-    }
-    out.push_back(t.tensor);
-  };
-  if (nb::isinstance<PyTensor>(tensors)) {
-    take(tensors);
-  } else if (nb::isinstance<nb::sequence>(tensors) && !nb::isinstance<nb::str>(tensors)) {
-    for (nb::handle item : tensors) take(item);
-  } else {
-    throw nb::type_error((std::string(call) + ": " + what + " must be a Tensor or a list of them, not " +
-                          python_type_name(tensors))
-                             .c_str());
-  }
-  return out;
-}
-
 ReduceOp parse_reduce_op(const std::string& op, const char* call) {
   if (op == "sum") return ReduceOp::sum;
   if (op == "mean") return ReduceOp::mean;

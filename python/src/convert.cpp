@@ -7,6 +7,31 @@ namespace depengine::python {
 
 std::string python_type_name(nb::handle h) { return Py_TYPE(h.ptr())->tp_name; }
 
+std::vector<Tensor> tensors_of(nb::handle tensors, const char* call, const char* what, const EngineRef& engine) {
+  std::vector<Tensor> out;
+  auto take = [&](nb::handle item) {
+    if (!nb::isinstance<PyTensor>(item)) {
+      throw nb::type_error(
+          (std::string(call) + ": " + what + " must be Tensors, not " + python_type_name(item)).c_str());
+    }
+    const PyTensor& t = nb::cast<const PyTensor&>(item);
+    if (t.owner != engine) {
+      throw nb::value_error((std::string(call) + ": a tensor of " + what + " belongs to another engine").c_str());
+    }
+    out.push_back(t.tensor);
+  };
+  if (nb::isinstance<PyTensor>(tensors)) {
+    take(tensors);
+  } else if (nb::isinstance<nb::sequence>(tensors) && !nb::isinstance<nb::str>(tensors)) {
+    for (nb::handle item : tensors) take(item);
+  } else {
+    throw nb::type_error((std::string(call) + ": " + what + " must be a Tensor or a list of them, not " +
+                          python_type_name(tensors))
+                             .c_str());
+  }
+  return out;
+}
+
 Device parse_device(nb::handle device) {
   if (device.is_none()) return Device::cpu();
   if (!nb::isinstance<nb::str>(device)) {

@@ -36,6 +36,10 @@ std::vector<Var> parse_vars(nb::handle vars, const char* what);
 /// The engine to make a tensor on: `engine`, else the default engine.
 EngineRef engine_or_default(nb::handle engine);
 
+/// A Tensor or a sequence of them, all of `engine` (TypeError, ValueError
+/// naming `call` and `what` otherwise).
+std::vector<Tensor> tensors_of(nb::handle tensors, const char* call, const char* what, const EngineRef& engine);
+
 /// Python's name for the type of `h`, for messages.
 std::string python_type_name(nb::handle h);
 
