@@ -18,14 +18,10 @@
 #include <depengine/ops.h>
 #include <depengine/tensor.h>
 
+#include "tests/support/engine_with_devices.h"
+
 namespace depengine {
 namespace {
-
-std::unique_ptr<Engine> engine_with_devices(int devices, EngineKind kind = EngineKind::Threaded) {
-  auto engine = std::make_unique<Engine>(EngineOptions{.kind = kind, .cpu_threads = 2, .read_environment = false});
-  for (int d = 0; d < devices; ++d) add_emulated_device(*engine, d, {.compute_streams = 1});
-  return engine;
-}
 
 #define SKIP_UNLESS_SEVERAL_PROCESSES(comm)                                                        \
   if ((comm).process_count() < 2) GTEST_SKIP() << "needs several processes (run under mpirun); " \

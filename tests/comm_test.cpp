@@ -19,16 +19,17 @@
 #include <depengine/ops.h>
 #include <depengine/tensor.h>
 
+#include "tests/support/engine_with_devices.h"
+
 namespace depengine {
 namespace {
 
-bool under_mpi_launcher() { return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK"); }
-
-std::unique_ptr<Engine> engine_with_devices(int devices, EngineKind kind = EngineKind::Threaded) {
-  auto engine = std::make_unique<Engine>(EngineOptions{.kind = kind, .cpu_threads = 2, .read_environment = false});
-  for (int d = 0; d < devices; ++d) add_emulated_device(*engine, d, {.compute_streams = 2});
-  return engine;
+// Two compute streams per device: steps of different chunks may overlap.
+std::unique_ptr<Engine> two_stream_engine(int devices, EngineKind kind = EngineKind::Threaded) {
+  return engine_with_devices(devices, kind, 2);
 }
+
+bool under_mpi_launcher() { return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK"); }
 
 // Element i of local tensor `rank` of test `salt`: an integer in [-50, 50].
 double value_at(int rank, std::int64_t i, int salt) {
@@ -73,7 +74,7 @@ class AllreduceOnDevices : public ::testing::TestWithParam<AllreduceParam> {};
 
 TEST_P(AllreduceOnDevices, MatchesTheHostReference) {
   const auto [devices, n, dtype, op] = GetParam();
-  auto engine = engine_with_devices(devices);
+  auto engine = two_stream_engine(devices);
   Communicator comm = Communicator::world(*engine);
   std::vector<Tensor> tensors;
   for (int d = 0; d < devices; ++d) tensors.push_back(make_input(*engine, d, n, dtype, Device::emulated(d)));
@@ -107,7 +108,7 @@ INSTANTIATE_TEST_SUITE_P(Sizes, AllreduceOnDevices,
                          allreduce_param_name);
 
 TEST(Comm, AllreduceMixesCpuAndEmulatedTensors) {
-  auto engine = engine_with_devices(2);
+  auto engine = two_stream_engine(2);
   Communicator comm = Communicator::world(*engine);
   std::vector<Tensor> t = {make_input(*engine, 0, 11, DType::float32, Device::cpu()),
                            make_input(*engine, 1, 11, DType::float32, Device::emulated(0)),
@@ -122,7 +123,7 @@ TEST(Comm, AllreduceMixesCpuAndEmulatedTensors) {
 }
 
 TEST(Comm, AllreduceRunsUnderTheNaiveEngine) {
-  auto engine = engine_with_devices(3, EngineKind::Naive);
+  auto engine = two_stream_engine(3, EngineKind::Naive);
   Communicator comm = Communicator::world(*engine);
   std::vector<Tensor> t;
   for (int d = 0; d < 3; ++d) t.push_back(make_input(*engine, d, 10, DType::float64, Device::emulated(d)));
@@ -136,7 +137,7 @@ TEST(Comm, AllreduceRunsUnderTheNaiveEngine) {
 // The collective waits for the writes pushed before it (a slow producer),
 // earlier readers see the value before it, later readers the reduced value.
 TEST(Comm, AllreduceIsOrderedWithTheTensorsOtherOperations) {
-  auto engine = engine_with_devices(2);
+  auto engine = two_stream_engine(2);
   Communicator comm = Communicator::world(*engine);
   Tensor a = Tensor::zeros(*engine, {1000}, DType::float32, Device::emulated(0));
   Tensor b = Tensor::full(*engine, {1000}, 2.0, DType::float32, Device::emulated(1));
@@ -167,7 +168,7 @@ TEST(Comm, AllreduceIsOrderedWithTheTensorsOtherOperations) {
 }
 
 TEST(Comm, ManyAllreducesInARowAccumulate) {
-  auto engine = engine_with_devices(2);
+  auto engine = two_stream_engine(2);
   Communicator comm = Communicator::world(*engine);
   Tensor a = Tensor::full(*engine, {33}, 1.0, DType::float64, Device::emulated(0));
   Tensor b = Tensor::full(*engine, {33}, 1.0, DType::float64, Device::emulated(1));
@@ -177,7 +178,7 @@ TEST(Comm, ManyAllreducesInARowAccumulate) {
 
 TEST(Comm, BroadcastCopiesLocalTensorZeroEverywhere) {
   for (int devices = 1; devices <= 4; ++devices) {
-    auto engine = engine_with_devices(devices);
+    auto engine = two_stream_engine(devices);
     Communicator comm = Communicator::world(*engine);
     std::vector<Tensor> t;
     for (int d = 0; d < devices; ++d) t.push_back(make_input(*engine, d, 9, DType::float32, Device::emulated(d)));
@@ -192,7 +193,7 @@ TEST(Comm, BroadcastCopiesLocalTensorZeroEverywhere) {
 TEST(Comm, AllgatherConcatenatesInRankOrder) {
   for (int devices = 1; devices <= 4; ++devices) {
     for (std::int64_t n : {0, 1, 5}) {
-      auto engine = engine_with_devices(devices);
+      auto engine = two_stream_engine(devices);
       Communicator comm = Communicator::world(*engine);
       std::vector<Tensor> in, out;
       for (int d = 0; d < devices; ++d) {
@@ -216,7 +217,7 @@ TEST(Comm, ReduceScatterGivesEachRankItsReducedBlock) {
   for (int devices = 1; devices <= 4; ++devices) {
     for (ReduceOp op : {ReduceOp::sum, ReduceOp::mean}) {
       const std::int64_t block = 6;
-      auto engine = engine_with_devices(devices);
+      auto engine = two_stream_engine(devices);
       Communicator comm = Communicator::world(*engine);
       std::vector<Tensor> in, out;
       for (int d = 0; d < devices; ++d) {
@@ -238,8 +239,8 @@ TEST(Comm, ReduceScatterGivesEachRankItsReducedBlock) {
 }
 
 TEST(Comm, MisuseIsRejectedAtPushAndPushesNothing) {
-  auto engine = engine_with_devices(2);
-  auto other = engine_with_devices(1);
+  auto engine = two_stream_engine(2);
+  auto other = two_stream_engine(1);
   Communicator comm = Communicator::world(*engine);
   Tensor a = Tensor::full(*engine, {4}, 1.0, DType::float32, Device::emulated(0));
   Tensor b = Tensor::full(*engine, {4}, 2.0, DType::float32, Device::emulated(1));
@@ -279,7 +280,7 @@ TEST(Comm, MisuseIsRejectedAtPushAndPushesNothing) {
 }
 
 TEST(Comm, AFailedInputFailsTheCollectiveAndTheEngineGoesOn) {
-  auto engine = engine_with_devices(2);
+  auto engine = two_stream_engine(2);
   Communicator comm = Communicator::world(*engine);
   Tensor a = Tensor::full(*engine, {8}, 1.0, DType::float32, Device::emulated(0));
   Tensor b = Tensor::full(*engine, {8}, 2.0, DType::float32, Device::emulated(1));
@@ -308,7 +309,7 @@ TEST(Comm, AFailedInputFailsTheCollectiveAndTheEngineGoesOn) {
 }
 
 TEST(Comm, DroppingTheTensorsAndTheCommunicatorWhileInFlightIsSafe) {
-  auto engine = engine_with_devices(4);
+  auto engine = two_stream_engine(4);
   std::vector<float> out;
   {
     Communicator comm = Communicator::world(*engine);

@@ -16,31 +16,11 @@
 #include <depengine/ops.h>
 #include <depengine/tensor.h>
 
+#include "tests/support/engine_with_devices.h"
+#include "tests/support/kvstore_values.h"
+
 namespace depengine {
 namespace {
-
-std::unique_ptr<Engine> engine_with_devices(int devices, EngineKind kind = EngineKind::Threaded) {
-  auto engine = std::make_unique<Engine>(EngineOptions{.kind = kind, .cpu_threads = 2, .read_environment = false});
-  for (int d = 0; d < devices; ++d) add_emulated_device(*engine, d, {.compute_streams = 1});
-  return engine;
-}
-
-double value_at(int key, int device, int round, std::int64_t i) {
-  return static_cast<double>(static_cast<int>((i * 7 + key * 3 + device * 13 + round * 31) % 41) - 20);
-}
-
-Tensor tensor_of(Engine& engine, std::int64_t n, DType dtype, Device device, int key, int dev_index, int round) {
-  std::vector<double> host(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) host[static_cast<std::size_t>(i)] = value_at(key, dev_index, round, i);
-  const Tensor t = Tensor::from_host(engine, std::span<const double>(host), {n}, device);
-  return dtype == DType::float64 ? t : ops::cast(t, dtype);
-}
-
-std::vector<double> host_of(const Tensor& t) {
-  if (t.dtype() == DType::float64) return t.to_host<double>();
-  std::vector<float> f = t.to_host<float>();
-  return {f.begin(), f.end()};
-}
 
 class KVStoreLocal : public ::testing::TestWithParam<std::string> {};
 
