@@ -25,6 +25,8 @@
 #include <depengine/engine.h>
 #include <depengine/tensor.h>
 
+#include "bench/support/report_text.h"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -73,19 +75,6 @@ double time_many(depengine::Engine& engine, depengine::Communicator& comm, const
   }
   engine.wait_all();
   return slowest(std::chrono::duration<double>(Clock::now() - start).count()) / repeats;
-}
-
-// A JSON number that keeps nanoseconds of a time in seconds.
-std::string number(double v) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.9g", v);
-  return text;
-}
-
-std::string size_text(std::size_t bytes) {
-  if (bytes >= (1u << 20)) return std::to_string(bytes >> 20) + " MiB";
-  if (bytes >= (1u << 10)) return std::to_string(bytes >> 10) + " KiB";
-  return std::to_string(bytes) + " B";
 }
 
 }  // namespace

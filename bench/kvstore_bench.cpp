@@ -33,6 +33,8 @@
 #include <depengine/kvstore.h>
 #include <depengine/tensor.h>
 
+#include "bench/support/report_text.h"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -59,17 +61,6 @@ double time_calls(int iterations, Call call, Wait wait) {
   for (int i = 0; i < iterations; ++i) call();
   wait();
   return slowest(std::chrono::duration<double>(Clock::now() - start).count()) / iterations;
-}
-
-std::string number(double v) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.9g", v);
-  return text;
-}
-
-std::string size_text(std::size_t bytes) {
-  if (bytes >= (1u << 20)) return std::to_string(bytes >> 20) + " MiB";
-  return std::to_string(bytes >> 10) + " KiB";
 }
 
 }  // namespace

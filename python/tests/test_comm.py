@@ -1,15 +1,12 @@
 """The Communicator from Python: collectives pushed as ops, in one process and under mpirun."""
 
-import os
 import pathlib
-import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 import depengine as de
+from conftest import run_under_mpirun
 
 EXAMPLE = pathlib.Path(__file__).resolve().parents[2] / "examples" / "python" / "allreduce.py"
 
@@ -79,16 +76,6 @@ def test_bad_input_is_rejected(engine):
 
 
 def test_the_example_under_mpirun():
-    mpirun = shutil.which("mpirun")
-    if mpirun is None:
-        pytest.skip("no mpirun on this machine")
-    probe = de.Communicator.world(engine=de.Engine(cpu_threads=1))
-    if "without MPI" in probe.describe():
-        pytest.skip("depengine was built without MPI: " + probe.describe())
-    env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-           "OMPI_MCA_btl": "self,vader", "DEPENGINE_COMM_TIMEOUT": "60", "PYTHONUNBUFFERED": "1"}
-    result = subprocess.run([mpirun, "--oversubscribe", "-np", "2", sys.executable, str(EXAMPLE)],
-                            capture_output=True, text=True, timeout=240, env=env)
-    assert result.returncode == 0, result.stdout + result.stderr
+    result = run_under_mpirun(EXAMPLE)
     for rank in (0, 1):
         assert f"process {rank} of 2: mean 2.50 on every device" in result.stdout, result.stdout

@@ -1,15 +1,12 @@
 """The KVStore from Python: push, pull and the optimizer, in one process and under mpirun."""
 
-import os
-import shutil
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
 import pytest
 
 import depengine as de
+from conftest import run_under_mpirun
 
 
 @pytest.fixture
@@ -62,12 +59,6 @@ def test_bad_input_is_rejected(engine):
 
 
 def test_dist_sync_under_mpirun(tmp_path):
-    mpirun = shutil.which("mpirun")
-    if mpirun is None:
-        pytest.skip("no mpirun on this machine")
-    probe = de.Communicator.world(engine=de.Engine(cpu_threads=1))
-    if "without MPI" in probe.describe():
-        pytest.skip("depengine was built without MPI: " + probe.describe())
     script = tmp_path / "kv.py"
     script.write_text(textwrap.dedent("""
         import numpy as np
@@ -78,10 +69,6 @@ def test_dist_sync_under_mpirun(tmp_path):
         kv.pushpull(0, de.full((4,), kv.rank + 1.0), w)
         print(f"worker {kv.rank} of {kv.num_workers}: {w.asnumpy().tolist()}")
     """))
-    env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-           "OMPI_MCA_btl": "self,vader", "DEPENGINE_COMM_TIMEOUT": "60", "PYTHONUNBUFFERED": "1"}
-    result = subprocess.run([mpirun, "--oversubscribe", "-np", "2", sys.executable, str(script)],
-                            capture_output=True, text=True, timeout=240, env=env)
-    assert result.returncode == 0, result.stdout + result.stderr
+    result = run_under_mpirun(script)
     for rank in (0, 1):
         assert f"worker {rank} of 2: [3.0, 3.0, 3.0, 3.0]" in result.stdout, result.stdout
