@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -21,6 +22,12 @@
 #include "engine/var_table.h"
 
 namespace depengine {
+
+namespace detail {
+struct GraphData;
+class GraphRecorder;
+class GraphRun;
+}  // namespace detail
 
 class EngineCore {
  public:
@@ -46,6 +53,12 @@ class EngineCore {
   /// have been pushed), else a null Var: how the C API checks its handles.
   Var live_var(std::uint32_t slot) const { return vars_.live_var(slot); }
   const EngineOptions& options() const { return options_; }
+
+  // Graphs (engine/graph_capture.cpp, engine/graph_replay.cpp).
+  std::shared_ptr<detail::GraphData> capture(const std::function<void()>& body);
+  void replay(const std::shared_ptr<detail::GraphData>& graph, const PushOptions& options);
+  /// Deletes the variables a graph owns (pushed: after its replays in flight).
+  void release_graph(detail::GraphData& graph) noexcept;
 
   // Hooks of ReadyOp and Completion.
   virtual void on_launched(detail::OpBlock* op) = 0;
@@ -93,6 +106,19 @@ class EngineCore {
 
  protected:
   friend class ReadyOp;  // input_error, for stream devices
+  friend class detail::GraphRecorder;  // vars_, for the variables a capture makes
+  friend class detail::GraphRun;       // fail_var, record_unattached_failure
+
+  /// A replayed graph's writes left `var` failed with `error`: as a failed
+  /// write would have left it (the replay op holds it).
+  void fail_var(detail::VarState& var, std::exception_ptr error);
+  /// Records a validated push (its block goes back to the pool).
+  void record(detail::GraphRecorder* recorder, detail::OpBlock* op, OpFn&& fn, AsyncOpFn&& async_fn);
+  /// delete_var, never recorded by a capture.
+  void delete_var_now(Var var, ReleaseFn release);
+  /// Pushes each node of `graph` again (graphs that do not run as a DAG, and
+  /// the naive engine).
+  void replay_by_pushing(const std::shared_ptr<detail::GraphData>& graph);
 
   /// A validated op with its entries sorted; the engine takes it over.
   virtual void submit(detail::OpBlock* op) = 0;

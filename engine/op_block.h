@@ -95,6 +95,9 @@ struct alignas(64) OpBlock {
   // Set (after an Entry::error) once some entry of the op has an input error.
   std::atomic<bool> input_failed{false};
   bool has_error = false;  // `error` is set (read without touching its line)
+  // A graph replay (Async): not skipped when an input failed, since its
+  // nodes that do not touch the failed variable still run (GraphRun).
+  bool runs_graph = false;
   // Entries, sorted by variable address (the lock order).
   std::vector<Entry> entries;
   OpFn fn;
@@ -149,6 +152,7 @@ struct alignas(64) OpBlock {
     if (plain) return;
     named = false;
     has_error = false;
+    runs_graph = false;
     async_fn.reset();
     release.reset();
     signal = nullptr;

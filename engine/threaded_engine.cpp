@@ -343,7 +343,8 @@ class ThreadedEngine final : public EngineCore {
           // its predecessors are done (ReadyOp::input_error): finishing it
           // here would complete it before them, and its failure would then
           // reach them backwards.
-          if (std::exception_ptr error = op->has_fences() ? nullptr : input_error(*op)) {
+          // A graph replay sorts out failed inputs node by node (GraphRun).
+          if (std::exception_ptr error = op->has_fences() || op->runs_graph ? nullptr : input_error(*op)) {
             // Skipped: a variable it touches failed earlier.
             if (op->kind == OpKind::Async) op->holds.store(1, std::memory_order_relaxed);
             finish(op, std::move(error), ready);

@@ -35,6 +35,7 @@
 
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -50,6 +51,7 @@ namespace depengine {
 
 class Executor;
 class EngineCore;
+class Graph;
 
 /// The body of an operation. Closures up to 48 bytes are stored without allocating.
 using OpFn = detail::InlineFunction<void(RunContext&)>;
@@ -86,6 +88,14 @@ class Engine {
   /// earlier operation on `var` has completed, on every device; then the
   /// variable's slot is recycled. Using `var` afterwards throws.
   void delete_var(Var var, ReleaseFn release = {});
+
+  /// Runs `body` on this thread with capture on: what it pushes on this
+  /// engine is recorded, not run, into the returned graph (see graph.h,
+  /// which defines `Graph`, and docs/graphs.md).
+  Graph capture(const std::function<void()>& body);
+  /// Pushes the graph's recorded ops again, in their recorded order, at this
+  /// point of this thread's pushes; returns at once.
+  void replay(const Graph& graph, const PushOptions& options = {});
 
   void wait_to_read(Var var);
   void wait_to_write(Var var);

@@ -1,0 +1,148 @@
+#include "engine/graph_capture.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "engine/engine_core.h"
+
+namespace depengine::detail {
+
+GraphRecorder::GraphRecorder(EngineCore& engine) : engine_(&engine), graph_(std::make_shared<GraphData>()) {
+  if (t_active != nullptr) throw std::logic_error("depengine: capture called inside a capture (captures do not nest)");
+  graph_->engine = &engine;
+  graph_->engine_id = engine.vars_.engine_id();
+  graph_->sequence_var = engine.new_var("graph sequence");
+  t_active = this;
+}
+
+GraphRecorder::~GraphRecorder() {
+  t_active = nullptr;
+  if (!finished_) engine_->release_graph(*graph_);
+}
+
+std::uint32_t GraphRecorder::var_index(VarState* state, std::uint32_t generation) {
+  auto [it, added] = index_of_.try_emplace(state, static_cast<std::uint32_t>(graph_->vars.size()));
+  if (added) {
+    GraphVar& v = graph_->vars.emplace_back();
+    v.var = Var(graph_->engine_id, state->slot, generation);
+    v.state = state;
+  }
+  return it->second;
+}
+
+void GraphRecorder::created(Var var, VarState* state) {
+  const std::uint32_t index = var_index(state, var.generation());
+  graph_->vars[index].inside = true;
+}
+
+void GraphRecorder::deleted(Var var, ReleaseFn&& release) {
+  VarState* state = engine_->vars_.find(var);
+  auto it = state != nullptr ? index_of_.find(state) : index_of_.end();
+  if (it == index_of_.end() || !graph_->vars[it->second].inside) {
+    throw std::invalid_argument(
+        "depengine: delete_var inside a capture of a variable created outside it (a graph may only delete "
+        "its own variables, which it releases when it is destroyed)");
+  }
+  GraphVar& v = graph_->vars[it->second];
+  if (v.deleted_in_body) throw std::invalid_argument("depengine: delete_var of a variable already deleted");
+  v.deleted_in_body = true;
+  v.release = std::move(release);
+}
+
+void GraphRecorder::record(const OpBlock& op, OpFn&& fn, AsyncOpFn&& async_fn) {
+  GraphNode node;
+  node.kind = op.kind;
+  node.device = op.device;
+  node.priority = op.priority;
+  node.property = op.property;
+  node.name = std::string(op.name_view());
+  node.accesses.resize(op.entries.size());
+  for (const Entry& e : op.entries) {
+    const std::uint32_t index = var_index(e.var, e.generation);
+    if (graph_->vars[index].deleted_in_body) {
+      const std::string label = e.var->name.empty() ? "#" + std::to_string(e.var->slot) : "'" + e.var->name + "'";
+      throw std::invalid_argument("depengine: a push inside a capture uses variable " + label +
+                                  ", which the body deleted before");
+    }
+    node.accesses[e.position] = GraphAccess{index, e.write};
+    if (!e.write) ++node.reads;
+  }
+  for (const GraphAccess& a : node.accesses) {
+    (a.write ? graph_->vars[a.var].written : graph_->vars[a.var].read) = true;
+  }
+  node.fn = std::move(fn);
+  node.async_fn = std::move(async_fn);
+  if (node.kind != OpKind::Sync || !node.device.is_cpu()) graph_->runs_as_dag = false;
+  graph_->nodes.push_back(std::move(node));
+}
+
+void GraphRecorder::compute_edges() {
+  std::vector<GraphNode>& nodes = graph_->nodes;
+  const auto none = static_cast<std::uint32_t>(-1);
+  std::vector<std::uint32_t> last_writer(graph_->vars.size(), none);
+  std::vector<std::vector<std::uint32_t>> readers(graph_->vars.size());
+  // The node that last gained `p` as a predecessor: an edge is added once.
+  std::vector<std::uint32_t> linked_to(nodes.size(), none);
+  for (std::uint32_t n = 0; n < nodes.size(); ++n) {
+    auto depend_on = [&](std::uint32_t p) {
+      if (p == none || linked_to[p] == n) return;
+      linked_to[p] = n;
+      nodes[p].successors.push_back(n);
+      ++nodes[n].predecessors;
+      ++graph_->edges;
+    };
+    for (const GraphAccess& a : nodes[n].accesses) {
+      if (!a.write) {
+        depend_on(last_writer[a.var]);
+        readers[a.var].push_back(n);
+        continue;
+      }
+      // A write waits for the reads since the last write (which waited for
+      // that write themselves), or else for the last write.
+      if (readers[a.var].empty()) {
+        depend_on(last_writer[a.var]);
+      } else {
+        for (std::uint32_t r : readers[a.var]) depend_on(r);
+      }
+      readers[a.var].clear();
+      last_writer[a.var] = n;
+    }
+    if (nodes[n].predecessors == 0) graph_->roots.push_back(n);
+  }
+}
+
+void GraphRecorder::compute_replay_lists() {
+  GraphData& g = *graph_;
+  g.replay_reads.clear();
+  g.replay_writes.clear();
+  g.var_at_position.clear();
+  for (std::uint32_t k = 0; k < g.vars.size(); ++k) {
+    const GraphVar& v = g.vars[k];
+    if (!v.inside && v.read && !v.written) {
+      g.replay_reads.push_back(v.var);
+      g.var_at_position.push_back(static_cast<std::int32_t>(k));
+    }
+  }
+  // The inside variables too, so that their deletion, when the graph goes,
+  // waits for the replays in flight.
+  for (std::uint32_t k = 0; k < g.vars.size(); ++k) {
+    const GraphVar& v = g.vars[k];
+    if (v.inside || v.written) {
+      g.replay_writes.push_back(v.var);
+      g.var_at_position.push_back(static_cast<std::int32_t>(k));
+    }
+  }
+  g.replay_writes.push_back(g.sequence_var);
+  g.var_at_position.push_back(-1);
+}
+
+std::shared_ptr<GraphData> GraphRecorder::finish() {
+  t_active = nullptr;
+  compute_edges();
+  compute_replay_lists();
+  finished_ = true;
+  return std::move(graph_);
+}
+
+}  // namespace depengine::detail

@@ -1,0 +1,97 @@
+// EngineCore's side of graphs: capture (the recorder does the recording) and
+// replay, which pushes one op holding every variable the graph touches
+// outside itself (plus its own), whose function runs the nodes (GraphRun).
+
+#include <stdexcept>
+
+#include "engine/engine_core.h"
+#include "engine/graph_capture.h"
+#include "engine/graph_data.h"
+#include "engine/op_pool.h"
+
+namespace depengine {
+
+using detail::GraphData;
+using detail::OpBlock;
+using detail::OpKind;
+
+std::shared_ptr<GraphData> EngineCore::capture(const std::function<void()>& body) {
+  if (!body) throw std::invalid_argument("depengine: capture of a null body");
+  detail::GraphRecorder recorder(*this);
+  body();
+  return recorder.finish();
+}
+
+void EngineCore::replay(const std::shared_ptr<GraphData>& graph, const PushOptions& options) {
+  if (!graph) throw std::invalid_argument("depengine: replay of an empty graph (moved from, or default-made)");
+  if (graph->engine != this) throw std::invalid_argument("depengine: replay of a graph captured on another engine");
+  if (detail::GraphRecorder::active_for(this)) {
+    throw std::logic_error("depengine: replay inside a capture (graphs do not nest)");
+  }
+  if (!options.device.is_cpu()) {
+    throw std::invalid_argument("depengine: a replay is placed on the CPU; its ops keep their own devices");
+  }
+  for (const detail::GraphVar& v : graph->vars) {
+    if (v.inside || vars_.find(v.var) != nullptr) continue;
+    const std::string label = v.state->name.empty() ? "#" + std::to_string(v.state->slot) : "'" + v.state->name + "'";
+    throw std::invalid_argument("depengine: replay of a graph whose variable " + label + " was deleted");
+  }
+  if (graph->nodes.empty()) return;
+  if (!graph->runs_as_dag || kind() == EngineKind::Naive) return replay_by_pushing(graph);
+
+  PushOptions named = options;
+  if (named.name.empty()) named.name = "graph replay";
+  OpBlock* op = make_op(OpKind::Async, graph->replay_reads, graph->replay_writes, named);
+  op->runs_graph = true;
+  op->async_fn = [graph, op](RunContext&, Completion done) { graph->run.start(*op, graph, std::move(done)); };
+  op->ticket.fetch_add(1, std::memory_order_relaxed);  // arm: odd
+  op->holds.store(2, std::memory_order_relaxed);
+  if (stall_watch_) [[unlikely]] stall_watch_->pushed(*op);
+  submit(op);
+}
+
+void EngineCore::replay_by_pushing(const std::shared_ptr<GraphData>& graph) {
+  std::vector<Var> reads;
+  std::vector<Var> writes;
+  for (std::uint32_t i = 0; i < graph->nodes.size(); ++i) {
+    const detail::GraphNode& node = graph->nodes[i];
+    reads.clear();
+    writes.clear();
+    for (const detail::GraphAccess& a : node.accesses) (a.write ? writes : reads).push_back(graph->vars[a.var].var);
+    const PushOptions options{.priority = node.priority, .name = node.name, .device = node.device,
+                              .property = node.property};
+    if (node.kind == OpKind::Sync) {
+      push([graph, i](RunContext& ctx) { graph->nodes[i].fn(ctx); }, reads, writes, options);
+    } else {
+      push_async([graph, i](RunContext& ctx, Completion done) { graph->nodes[i].async_fn(ctx, std::move(done)); },
+                 reads, writes, options);
+    }
+  }
+}
+
+void EngineCore::release_graph(GraphData& graph) noexcept {
+  for (detail::GraphVar& v : graph.vars) {
+    if (!v.inside) continue;
+    try {
+      delete_var_now(v.var, std::move(v.release));
+    } catch (...) {
+      // Deleted already (a release that failed is filed by the deletion).
+    }
+  }
+  try {
+    delete_var_now(graph.sequence_var, {});
+  } catch (...) {
+  }
+}
+
+void EngineCore::fail_var(detail::VarState& var, std::exception_ptr error) {
+  {
+    std::lock_guard lock(var.lock);
+    var.error = error;
+    var.failed.store(true, std::memory_order_release);
+  }
+  std::lock_guard lock(failures_mutex_);
+  failures_.push_back({&var, var.generation.load(std::memory_order_relaxed), std::move(error)});
+}
+
+}  // namespace depengine
