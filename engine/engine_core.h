@@ -119,6 +119,9 @@ class EngineCore {
   /// Pushes each node of `graph` again (graphs that do not run as a DAG, and
   /// the naive engine).
   void replay_by_pushing(const std::shared_ptr<detail::GraphData>& graph);
+  /// The op a replay pushes: every variable the graph touches, in one op.
+  detail::OpBlock* make_replay_op(const detail::GraphData& graph, const PushOptions& options);
+  [[noreturn, gnu::cold, gnu::noinline]] static void throw_deleted_graph_var(const detail::VarState& var);
 
   /// A validated op with its entries sorted; the engine takes it over.
   virtual void submit(detail::OpBlock* op) = 0;

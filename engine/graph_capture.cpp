@@ -135,6 +135,16 @@ void GraphRecorder::compute_replay_lists() {
   }
   g.replay_writes.push_back(g.sequence_var);
   g.var_at_position.push_back(-1);
+  g.replay_entries.clear();
+  auto add = [&](const std::vector<Var>& list, bool write, std::uint32_t first_position) {
+    for (std::uint32_t i = 0; i < list.size(); ++i) {
+      g.replay_entries.push_back({engine_->vars_.find(list[i]), list[i].generation(), first_position + i, write});
+    }
+  };
+  add(g.replay_reads, false, 0);
+  add(g.replay_writes, true, static_cast<std::uint32_t>(g.replay_reads.size()));
+  std::sort(g.replay_entries.begin(), g.replay_entries.end(),
+            [](const GraphData::ReplayEntry& a, const GraphData::ReplayEntry& b) { return a.state < b.state; });
 }
 
 std::shared_ptr<GraphData> GraphRecorder::finish() {

@@ -68,6 +68,15 @@ struct GraphData {
   std::vector<Var> replay_reads;
   std::vector<Var> replay_writes;
   std::vector<std::int32_t> var_at_position;
+  /// The replay op's entries as make_op would sort them (by variable
+  /// address, the lock order), so that a replay need not sort them again.
+  struct ReplayEntry {
+    VarState* state;
+    std::uint32_t generation;
+    std::uint32_t position;
+    bool write;
+  };
+  std::vector<ReplayEntry> replay_entries;
   GraphRun run;
 
   GraphData() : run(*this) {}

@@ -31,23 +31,60 @@ void EngineCore::replay(const std::shared_ptr<GraphData>& graph, const PushOptio
   if (!options.device.is_cpu()) {
     throw std::invalid_argument("depengine: a replay is placed on the CPU; its ops keep their own devices");
   }
-  for (const detail::GraphVar& v : graph->vars) {
-    if (v.inside || vars_.find(v.var) != nullptr) continue;
-    const std::string label = v.state->name.empty() ? "#" + std::to_string(v.state->slot) : "'" + v.state->name + "'";
-    throw std::invalid_argument("depengine: replay of a graph whose variable " + label + " was deleted");
-  }
   if (graph->nodes.empty()) return;
-  if (!graph->runs_as_dag || kind() == EngineKind::Naive) return replay_by_pushing(graph);
-
-  PushOptions named = options;
-  if (named.name.empty()) named.name = "graph replay";
-  OpBlock* op = make_op(OpKind::Async, graph->replay_reads, graph->replay_writes, named);
-  op->runs_graph = true;
+  if (!graph->runs_as_dag || kind() == EngineKind::Naive) {
+    for (const detail::GraphVar& v : graph->vars) {
+      if (vars_.find(v.var) == nullptr) throw_deleted_graph_var(*v.state);
+    }
+    return replay_by_pushing(graph);
+  }
+  OpBlock* op = make_replay_op(*graph, options);
   op->async_fn = [graph, op](RunContext&, Completion done) { graph->run.start(*op, graph, std::move(done)); };
-  op->ticket.fetch_add(1, std::memory_order_relaxed);  // arm: odd
-  op->holds.store(2, std::memory_order_relaxed);
   if (stall_watch_) [[unlikely]] stall_watch_->pushed(*op);
   submit(op);
+}
+
+void EngineCore::throw_deleted_graph_var(const detail::VarState& var) {
+  const std::string label = var.name.empty() ? "#" + std::to_string(var.slot) : "'" + var.name + "'";
+  throw std::invalid_argument("depengine: replay of a graph whose variable " + label + " was deleted");
+}
+
+OpBlock* EngineCore::make_replay_op(const GraphData& graph, const PushOptions& options) {
+  // make_op's work, with the entries sorted once at capture.
+  Executor* executor = executor_for(Device::cpu());
+  OpBlock* op = detail::OpPool::acquire();
+  std::vector<detail::Entry>& entries = op->entries;
+  try {
+    entries.reserve(graph.replay_entries.size());
+  } catch (...) {
+    detail::OpPool::release(op);
+    throw;
+  }
+  for (const GraphData::ReplayEntry& r : graph.replay_entries) {
+    if (!detail::VarTable::is_current(*r.state, r.generation)) [[unlikely]] {
+      detail::OpPool::release(op);
+      throw_deleted_graph_var(*r.state);
+    }
+    detail::Entry& e = entries.emplace_back();
+    e.var = r.state;
+    e.op = op;
+    e.write = r.write;
+    e.position = r.position;
+    e.generation = r.generation;
+  }
+  op->engine = this;
+  op->kind = OpKind::Async;
+  op->runs_graph = true;
+  op->priority = options.priority;
+  op->device = Device::cpu();
+  op->property = options.property;
+  op->name.assign(options.name.empty() ? std::string_view("graph replay") : options.name);
+  op->named = true;
+  op->executor = executor;
+  op->device_uses_fences = false;
+  op->ticket.fetch_add(1, std::memory_order_relaxed);  // arm: odd
+  op->holds.store(2, std::memory_order_relaxed);
+  return op;
 }
 
 void EngineCore::replay_by_pushing(const std::shared_ptr<GraphData>& graph) {

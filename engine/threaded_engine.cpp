@@ -169,8 +169,9 @@ class ThreadedEngine final : public EngineCore {
   // This thread's buffer when `op` may wait in a batch (a CPU op with
   // variables, batching on), else null.
   PushBuffer* buffer_for(const OpBlock& op) {
+    // A graph replay is a batch already: one op holding all its variables.
     const bool batched = options_.batch_pushes && (op.kind == OpKind::Sync || op.kind == OpKind::Async) &&
-                         op.device.is_cpu() && !op.entries.empty();
+                         op.device.is_cpu() && !op.entries.empty() && !op.runs_graph;
     return batched ? buffers_.mine() : nullptr;
   }
 
