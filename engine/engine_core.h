@@ -56,6 +56,10 @@ class EngineCore {
 
   // Graphs (engine/graph_capture.cpp, engine/graph_replay.cpp).
   std::shared_ptr<detail::GraphData> capture(const std::function<void()>& body);
+  /// capture() in two calls, for the C API: what this thread pushes between
+  /// them is recorded. Both throw std::logic_error when out of place.
+  void capture_begin();
+  std::shared_ptr<detail::GraphData> capture_end();
   void replay(const std::shared_ptr<detail::GraphData>& graph, const PushOptions& options);
   /// Deletes the variables a graph owns (pushed: after its replays in flight).
   void release_graph(detail::GraphData& graph) noexcept;

@@ -35,6 +35,7 @@ class GraphRecorder {
     GraphRecorder* r = t_active;
     return r != nullptr && r->engine_ == engine ? r : nullptr;
   }
+  const EngineCore* engine() const { return engine_; }
   /// Whether this thread captures (for any engine): blocking calls throw.
   static bool capturing() { return t_active != nullptr; }
 

@@ -2,6 +2,7 @@
 // replay, which pushes one op holding every variable the graph touches
 // outside itself (plus its own), whose function runs the nodes (GraphRun).
 
+#include <memory>
 #include <stdexcept>
 
 #include "engine/engine_core.h"
@@ -20,6 +21,27 @@ std::shared_ptr<GraphData> EngineCore::capture(const std::function<void()>& body
   detail::GraphRecorder recorder(*this);
   body();
   return recorder.finish();
+}
+
+namespace {
+// A capture begun by capture_begin and not yet ended, on this thread.
+thread_local std::unique_ptr<detail::GraphRecorder> t_open_capture;
+}  // namespace
+
+void EngineCore::capture_begin() {
+  if (detail::GraphRecorder::capturing()) {
+    throw std::logic_error("depengine: capture begun inside a capture (captures do not nest)");
+  }
+  t_open_capture = std::make_unique<detail::GraphRecorder>(*this);
+}
+
+std::shared_ptr<GraphData> EngineCore::capture_end() {
+  if (!t_open_capture || t_open_capture->engine() != this) {
+    throw std::logic_error("depengine: capture ended without a capture begun on this thread for this engine");
+  }
+  std::shared_ptr<GraphData> graph = t_open_capture->finish();
+  t_open_capture.reset();
+  return graph;
 }
 
 void EngineCore::replay(const std::shared_ptr<GraphData>& graph, const PushOptions& options) {
