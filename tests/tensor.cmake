@@ -5,6 +5,7 @@ depengine_add_test(tensor_tests
   ops_test.cpp
   ops_errors_test.cpp
   ops_cuda_test.cpp
+  graph_tensor_test.cpp
 )
 if(DEPENGINE_BUILD_EXAMPLES)
   depengine_add_test(tensor_mlp_tests tensor_mlp_test.cpp)
