@@ -61,7 +61,8 @@ class EngineCore {
   void capture_begin();
   std::shared_ptr<detail::GraphData> capture_end();
   void replay(const std::shared_ptr<detail::GraphData>& graph, const PushOptions& options);
-  /// Deletes the variables a graph owns (pushed: after its replays in flight).
+  /// Deletes the variables the graph's body deleted (pushed: after the
+  /// graph's replays in flight).
   void release_graph(detail::GraphData& graph) noexcept;
 
   // Hooks of ReadyOp and Completion.

@@ -129,8 +129,10 @@ void EngineCore::replay_by_pushing(const std::shared_ptr<GraphData>& graph) {
 }
 
 void EngineCore::release_graph(GraphData& graph) noexcept {
+  // The variables the body deleted: their deletion waited for the graph.
+  // Those it made and kept (a tensor it returned) are the caller's to delete.
   for (detail::GraphVar& v : graph.vars) {
-    if (!v.inside) continue;
+    if (!v.inside || !v.deleted_in_body) continue;
     try {
       delete_var_now(v.var, std::move(v.release));
     } catch (...) {

@@ -131,6 +131,24 @@ TEST_P(GraphRules, VariablesMadeInsideBelongToTheGraphAndAreReusedByEveryReplay)
   EXPECT_THROW(engine.wait_to_read(made), std::invalid_argument);
 }
 
+TEST_P(GraphRules, AVariableTheBodyMadeAndKeptOutlivesTheGraph) {
+  Engine engine(options());
+  Var kept;
+  int value = 0;
+  {
+    Graph g = engine.capture([&] {
+      kept = engine.new_var("kept");
+      engine.push([&](RunContext&) { ++value; }, {}, {kept});
+    });
+    engine.replay(g);
+    engine.replay(g);
+  }
+  engine.wait_to_read(kept);  // still alive: the caller's, as after eager pushes
+  EXPECT_EQ(value, 2);
+  engine.delete_var(kept);
+  engine.wait_all();
+}
+
 TEST_P(GraphRules, UsingAVariableTheBodyDeletedThrows) {
   Engine engine(options());
   EXPECT_THROW(engine.capture([&] {

@@ -278,8 +278,8 @@ depengine_status depengine_replay(depengine_engine* engine, const depengine_grap
 /* The number of recorded operations. */
 depengine_status depengine_graph_size(const depengine_graph* graph, size_t* size) DEPENGINE_NOEXCEPT;
 
-/* Frees the graph; the variables it created are deleted once its replays in
- * flight are done. NULL is accepted and does nothing. */
+/* Frees the graph; the variables its capture deleted are deleted once its
+ * replays in flight are done. NULL is accepted and does nothing. */
 depengine_status depengine_graph_free(depengine_graph* graph) DEPENGINE_NOEXCEPT;
 
 /* ---------------------------------------------------------------- profiler */

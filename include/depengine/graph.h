@@ -14,9 +14,11 @@
 /// - Blocking calls inside the body throw `std::logic_error`; pushes from
 ///   other threads meanwhile run as usual.
 /// - Variables (and tensors) the body creates belong to the graph: made once,
-///   reused by every replay, deleted when the graph is destroyed (after its
-///   replays in flight). Deleting an outside variable in the body throws
-///   `std::invalid_argument`.
+///   at capture, and reused by every replay. Those the body deletes are
+///   deleted when the graph is destroyed (after its replays in flight); those
+///   it keeps (a tensor it hands out) live on, as after pushing the ops
+///   eagerly. Deleting an outside variable in the body throws
+///   `std::invalid_argument` (from a tensor's destructor, that terminates).
 /// - A replay is ordered against everything pushed before and after it on
 ///   the variables it touches, as one operation that reads what the graph
 ///   only reads and writes what it writes. Replays of one graph run one
@@ -59,7 +61,7 @@ class Graph {
  public:
   /// An empty graph: replaying it throws.
   Graph() = default;
-  /// Deletes the variables the graph owns, once its replays in flight are done.
+  /// Deletes the variables the body deleted, once the replays in flight are done.
   ~Graph();
   Graph(Graph&& other) noexcept = default;
   Graph& operator=(Graph&& other) noexcept;
@@ -70,7 +72,7 @@ class Graph {
   std::size_t size() const;
   /// The variables from outside the graph that its operations touch.
   std::vector<Var> variables() const;
-  /// The variables the graph created and owns.
+  /// The variables the body created.
   std::vector<Var> own_variables() const;
   /// Number of dependencies among the recorded operations.
   std::size_t dependencies() const;
