@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <depengine/emulated_device.h>
 #include <depengine/engine.h>
 #include <depengine/graph.h>
 
@@ -82,6 +84,8 @@ TEST_P(GraphRules, BlockingCallsInsideTheBodyThrow) {
   // Capture is off again afterwards.
   engine.wait_to_read(v);
   EXPECT_THROW(engine.capture([&] { (void)engine.capture([] {}); }), std::logic_error);
+  Graph g = engine.capture([&] { engine.push([](RunContext&) {}, {}, {v}); });
+  EXPECT_THROW(engine.capture([&] { engine.replay(g); }), std::logic_error);
 }
 
 TEST_P(GraphRules, PushesFromOtherThreadsDuringACaptureRunAsUsual) {
@@ -337,6 +341,32 @@ TEST_P(GraphRules, AsyncOpsInsideAGraphReplay) {
   engine.replay(g);
   engine.wait_to_read(v);
   EXPECT_EQ(x, 12);
+}
+
+TEST_P(GraphRules, DeviceOpsInAGraphReplayInOrder) {
+  Engine engine(options());
+  add_emulated_device(engine, 0, {.compute_streams = 2});
+  Var a = engine.new_var("a"), b = engine.new_var("b");
+  std::vector<int> log;
+  std::mutex log_mutex;
+  auto note = [&](int what) {
+    std::lock_guard lock(log_mutex);
+    log.push_back(what);
+  };
+  const PushOptions on_device{.device = Device::emulated(0)};
+  Graph g = engine.capture([&] {
+    engine.push([&](RunContext&) { note(1); }, {}, {a});
+    engine.push([&](RunContext&) { note(2); }, {a}, {b}, on_device);  // after 1
+    engine.push([&](RunContext&) { note(3); }, {b}, {a});             // after 2
+  });
+  for (int i = 0; i < 5; ++i) {
+    engine.replay(g);
+    engine.push([&](RunContext&) { note(0); }, {a, b}, {});
+  }
+  engine.wait_all();
+  std::vector<int> expected;
+  for (int i = 0; i < 5; ++i) expected.insert(expected.end(), {1, 2, 3, 0});
+  EXPECT_EQ(log, expected);
 }
 
 TEST_P(GraphRules, IndependentOpsOfAGraphAllRunEachReplay) {
