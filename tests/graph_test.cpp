@@ -295,6 +295,30 @@ TEST_P(GraphRules, DestroyingAGraphWhileItsReplaysAreInFlightIsSafe) {
   EXPECT_EQ(runs.load(), 20);
 }
 
+TEST_P(GraphRules, WideGraphsDestroyedWithReplaysInFlightRunEveryNodeOnce) {
+  // Wide enough for helpers to share the ready nodes, destroyed at once.
+  Engine engine({.kind = GetParam(), .cpu_threads = 4, .read_environment = false});
+  constexpr int kWidth = 300, kReplays = 40;
+  Var in = engine.new_var("in");
+  std::vector<std::atomic<int>> counts(kWidth);
+  std::atomic<int> joins{0};
+  for (int round = 0; round < 3; ++round) {
+    Graph g = engine.capture([&] {
+      std::vector<Var> mids;
+      for (int i = 0; i < kWidth; ++i) {
+        mids.push_back(engine.new_var());
+        engine.push([&, i](RunContext&) { counts[i].fetch_add(1); }, {in}, {mids.back()});
+      }
+      engine.push([&](RunContext&) { joins.fetch_add(1); }, mids, {});
+      for (Var m : mids) engine.delete_var(m);
+    });
+    for (int r = 0; r < kReplays; ++r) engine.replay(g);
+  }
+  engine.wait_all();
+  for (int i = 0; i < kWidth; ++i) ASSERT_EQ(counts[i].load(), 3 * kReplays) << i;
+  EXPECT_EQ(joins.load(), 3 * kReplays);
+}
+
 TEST_P(GraphRules, AGraphIsMovableAndPrintsAsDot) {
   Engine engine(options());
   Var a = engine.new_var("a"), b = engine.new_var("b");
