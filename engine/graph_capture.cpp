@@ -18,6 +18,13 @@ GraphRecorder::GraphRecorder(EngineCore& engine) : engine_(&engine), graph_(std:
 
 GraphRecorder::~GraphRecorder() {
   t_active = nullptr;
+  for (OutsideDeletion& d : outside_deletions_) {
+    try {
+      engine_->delete_var_now(d.var, std::move(d.release));
+    } catch (...) {
+      // Deleted meanwhile by another thread: what was asked is done.
+    }
+  }
   if (!finished_) engine_->release_graph(*graph_);
 }
 
@@ -39,10 +46,17 @@ void GraphRecorder::created(Var var, VarState* state) {
 void GraphRecorder::deleted(Var var, ReleaseFn&& release) {
   VarState* state = engine_->vars_.find(var);
   auto it = state != nullptr ? index_of_.find(state) : index_of_.end();
+  if (state == nullptr || state->delete_pushed.load(std::memory_order_acquire)) {
+    throw std::invalid_argument(var.is_null() ? "depengine: delete_var of a null Var"
+                                              : "depengine: delete_var of an unknown or deleted variable");
+  }
   if (it == index_of_.end() || !graph_->vars[it->second].inside) {
-    throw std::invalid_argument(
-        "depengine: delete_var inside a capture of a variable created outside it (a graph may only delete "
-        "its own variables, which it releases when it is destroyed)");
+    for (const OutsideDeletion& d : outside_deletions_) {
+      if (d.var == var) throw std::invalid_argument("depengine: delete_var of a variable already deleted");
+    }
+    std::string label = state->name.empty() ? "#" + std::to_string(state->slot) : "'" + state->name + "'";
+    outside_deletions_.push_back({var, std::move(release), std::move(label)});
+    return;
   }
   GraphVar& v = graph_->vars[it->second];
   if (v.deleted_in_body) throw std::invalid_argument("depengine: delete_var of a variable already deleted");
@@ -149,6 +163,12 @@ void GraphRecorder::compute_replay_lists() {
 
 std::shared_ptr<GraphData> GraphRecorder::finish() {
   t_active = nullptr;
+  if (!outside_deletions_.empty()) {
+    throw std::invalid_argument("depengine: the body of a capture deleted variable " +
+                                outside_deletions_.front().label +
+                                ", made outside it; a graph may delete only its own variables (the variable is "
+                                "deleted, and no graph is made)");
+  }
   compute_edges();
   compute_replay_lists();
   finished_ = true;

@@ -8,7 +8,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "depengine/engine.h"
 #include "engine/graph_data.h"
@@ -46,10 +48,13 @@ class GraphRecorder {
   /// The body created `var`: it belongs to the graph.
   void created(Var var, VarState* state);
   /// The body deletes `var`: a variable of the graph's is released with the
-  /// graph (with `release`); any other throws std::invalid_argument.
+  /// graph (with `release`). One made outside is deleted when the capture
+  /// ends, and finish() then throws: the call may come from a destructor
+  /// (a tensor's), where an exception would end the program.
   void deleted(Var var, ReleaseFn&& release);
 
   /// Ends the recording: computes the dependencies and the replay op's lists.
+  /// Throws std::invalid_argument when the body deleted an outside variable.
   std::shared_ptr<GraphData> finish();
 
  private:
@@ -60,6 +65,12 @@ class GraphRecorder {
   EngineCore* engine_;
   std::shared_ptr<GraphData> graph_;
   std::unordered_map<VarState*, std::uint32_t> index_of_;
+  struct OutsideDeletion {
+    Var var;
+    ReleaseFn release;
+    std::string label;  // for the error
+  };
+  std::vector<OutsideDeletion> outside_deletions_;
   bool finished_ = false;
   static inline thread_local GraphRecorder* t_active = nullptr;
 };

@@ -41,6 +41,16 @@ TEST(GraphTensors, ReplayedStepsMatchEagerOnesBitForBit) {
   EXPECT_EQ(run(EngineKind::Naive, true, 25), expected);
 }
 
+TEST(GraphTensors, DroppingAnOutsideTensorInsideACaptureFailsTheCapture) {
+  Engine engine({.read_environment = false});
+  Tensor outside = Tensor::full(engine, {4}, 1.0);
+  // The tensor's destructor deletes its variable inside the body: the
+  // capture fails when it ends, not the destructor.
+  EXPECT_THROW(engine.capture([&] { outside = Tensor::full(engine, {4}, 2.0); }), std::invalid_argument);
+  outside = Tensor();
+  engine.wait_all();
+}
+
 TEST(GraphTensors, ReadingATensorOnTheHostInsideACaptureThrows) {
   Engine engine({.read_environment = false});
   Tensor x = Tensor::full(engine, {2}, 1.0);

@@ -166,8 +166,16 @@ TEST_P(GraphRules, UsingAVariableTheBodyDeletedThrows) {
 TEST_P(GraphRules, DeletingAnOutsideVariableInsideTheBodyThrows) {
   Engine engine(options());
   Var v = engine.new_var();
-  EXPECT_THROW(engine.capture([&] { engine.delete_var(v); }), std::invalid_argument);
-  engine.wait_to_read(v);  // not deleted
+  int released = 0;
+  EXPECT_THROW(engine.capture([&] {
+    engine.delete_var(v, [&] { ++released; });
+    EXPECT_THROW(engine.delete_var(v), std::invalid_argument);  // twice, as outside a capture
+  }),
+               std::invalid_argument);
+  // Deleted as asked, once the capture ended (no graph was made).
+  EXPECT_THROW(engine.wait_to_read(v), std::invalid_argument);
+  engine.wait_all();
+  EXPECT_EQ(released, 1);
 }
 
 TEST_P(GraphRules, AFailedCaptureReleasesWhatItMade) {

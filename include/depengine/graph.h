@@ -17,8 +17,10 @@
 ///   at capture, and reused by every replay. Those the body deletes are
 ///   deleted when the graph is destroyed (after its replays in flight); those
 ///   it keeps (a tensor it hands out) live on, as after pushing the ops
-///   eagerly. Deleting an outside variable in the body throws
-///   `std::invalid_argument` (from a tensor's destructor, that terminates).
+///   eagerly. Deleting a variable made outside the body is an error: the
+///   variable is deleted, and `capture` throws `std::invalid_argument` when
+///   the body returns (not the deletion itself, which may come from a
+///   tensor's destructor).
 /// - A replay is ordered against everything pushed before and after it on
 ///   the variables it touches, as one operation that reads what the graph
 ///   only reads and writes what it writes. Replays of one graph run one
