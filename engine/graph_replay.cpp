@@ -39,9 +39,9 @@ std::shared_ptr<GraphData> EngineCore::capture_end() {
   if (!t_open_capture || t_open_capture->engine() != this) {
     throw std::logic_error("depengine: capture ended without a capture begun on this thread for this engine");
   }
-  std::shared_ptr<GraphData> graph = t_open_capture->finish();
-  t_open_capture.reset();
-  return graph;
+  // Taken first: a finish that throws still ends the capture.
+  const std::unique_ptr<detail::GraphRecorder> recorder = std::move(t_open_capture);
+  return recorder->finish();
 }
 
 void EngineCore::replay(const std::shared_ptr<GraphData>& graph, const PushOptions& options) {

@@ -78,6 +78,16 @@ TEST_F(GraphCApi, MisuseGetsStatusCodes) {
   depengine_graph_free(graph);
 }
 
+TEST_F(GraphCApi, DeletingAnOutsideVariableFailsTheCaptureAndEndsIt) {
+  ASSERT_EQ(depengine_capture_begin(engine), DEPENGINE_OK);
+  ASSERT_EQ(depengine_delete_var(engine, x, nullptr, nullptr), DEPENGINE_OK);
+  depengine_graph* graph = nullptr;
+  EXPECT_EQ(depengine_capture_end(engine, &graph), DEPENGINE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(graph, nullptr);
+  EXPECT_EQ(depengine_wait_to_read(engine, x), DEPENGINE_ERROR_UNKNOWN_VAR);  // deleted, capture over
+  EXPECT_EQ(depengine_capture_end(engine, &graph), DEPENGINE_ERROR_BAD_STATE);
+}
+
 TEST_F(GraphCApi, ReplayAfterItsVariableWasDeletedIsAnUnknownVar) {
   Counter c;
   ASSERT_EQ(depengine_capture_begin(engine), DEPENGINE_OK);

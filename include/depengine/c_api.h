@@ -265,7 +265,10 @@ typedef struct depengine_graph depengine_graph;
 depengine_status depengine_capture_begin(depengine_engine* engine) DEPENGINE_NOEXCEPT;
 
 /* Ends the capture begun on this thread and returns what it recorded.
- * DEPENGINE_ERROR_BAD_STATE if this thread began none on `engine`. */
+ * DEPENGINE_ERROR_BAD_STATE if this thread began none on `engine`;
+ * DEPENGINE_ERROR_INVALID_ARGUMENT (the capture ends, no graph is made) if
+ * it deleted a variable made before it. End a capture before destroying its
+ * engine. */
 depengine_status depengine_capture_end(depengine_engine* engine, depengine_graph** graph) DEPENGINE_NOEXCEPT;
 
 /* Pushes the recorded operations again, in their order; returns at once.
