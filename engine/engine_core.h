@@ -114,9 +114,10 @@ class EngineCore {
   friend class detail::GraphRecorder;  // vars_, for the variables a capture makes
   friend class detail::GraphRun;       // fail_var, record_unattached_failure
 
-  /// A replayed graph's writes left `var` failed with `error`: as a failed
-  /// write would have left it (the replay op holds it).
-  void fail_var(detail::VarState& var, std::exception_ptr error);
+  /// A replayed graph's writes left the variable of the replay op's `entry`
+  /// failed with `error`: as a failed write would have left it (entries
+  /// granted early behind it, on a stream device, take the error too).
+  void fail_var(detail::Entry& entry, std::exception_ptr error);
   /// Records a validated push (its block goes back to the pool).
   void record(detail::GraphRecorder* recorder, detail::OpBlock* op, OpFn&& fn, AsyncOpFn&& async_fn);
   /// delete_var, never recorded by a capture.
@@ -125,7 +126,8 @@ class EngineCore {
   /// the naive engine).
   void replay_by_pushing(const std::shared_ptr<detail::GraphData>& graph);
   /// The op a replay pushes: every variable the graph touches, in one op.
-  detail::OpBlock* make_replay_op(const detail::GraphData& graph, const PushOptions& options);
+  detail::OpBlock* make_replay_op(const detail::GraphData& graph, const PushOptions& options, detail::OpKind kind,
+                                  Device device);
   [[noreturn, gnu::cold, gnu::noinline]] static void throw_deleted_graph_var(const detail::VarState& var);
 
   /// A validated op with its entries sorted; the engine takes it over.

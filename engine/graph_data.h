@@ -60,8 +60,12 @@ struct GraphData {
   // also where the graph touches nothing but what it only reads.
   Var sequence_var;
   // Every node is a plain CPU op: a replay runs them by the counters above
-  // (GraphRun). Otherwise a replay pushes each node again.
+  // (GraphRun::start). Every node is a plain op on one stream device: a
+  // replay is one op there that runs them in order on its stream
+  // (GraphRun::run_in_order). Otherwise a replay pushes each node again.
   bool runs_as_dag = true;
+  bool runs_on_one_device = false;
+  Device device;  // the nodes' device, when runs_on_one_device
   // The replay op's variables: outside ones read only, then those written,
   // the inside ones and sequence_var; and, by position in those lists,
   // the graph variable (or -1 for sequence_var).

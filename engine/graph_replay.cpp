@@ -5,6 +5,7 @@
 #include <memory>
 #include <stdexcept>
 
+#include "engine/dependency_tracker.h"
 #include "engine/engine_core.h"
 #include "engine/graph_capture.h"
 #include "engine/graph_data.h"
@@ -54,14 +55,20 @@ void EngineCore::replay(const std::shared_ptr<GraphData>& graph, const PushOptio
     throw std::invalid_argument("depengine: a replay is placed on the CPU; its ops keep their own devices");
   }
   if (graph->nodes.empty()) return;
-  if (!graph->runs_as_dag || kind() == EngineKind::Naive) {
+  if (kind() == EngineKind::Naive || (!graph->runs_as_dag && !graph->runs_on_one_device)) {
     for (const detail::GraphVar& v : graph->vars) {
       if (vars_.find(v.var) == nullptr) throw_deleted_graph_var(*v.state);
     }
     return replay_by_pushing(graph);
   }
-  OpBlock* op = make_replay_op(*graph, options);
-  op->async_fn = [graph, op](RunContext&, Completion done) { graph->run.start(*op, graph, std::move(done)); };
+  OpBlock* op;
+  if (graph->runs_as_dag) {
+    op = make_replay_op(*graph, options, OpKind::Async, Device::cpu());
+    op->async_fn = [graph, op](RunContext&, Completion done) { graph->run.start(*op, graph, std::move(done)); };
+  } else {
+    op = make_replay_op(*graph, options, OpKind::Sync, graph->device);
+    op->fn = [graph, op](RunContext& ctx) { graph->run.run_in_order(*op, ctx); };
+  }
   if (stall_watch_) [[unlikely]] stall_watch_->pushed(*op);
   submit(op);
 }
@@ -71,9 +78,11 @@ void EngineCore::throw_deleted_graph_var(const detail::VarState& var) {
   throw std::invalid_argument("depengine: replay of a graph whose variable " + label + " was deleted");
 }
 
-OpBlock* EngineCore::make_replay_op(const GraphData& graph, const PushOptions& options) {
+OpBlock* EngineCore::make_replay_op(const GraphData& graph, const PushOptions& options, OpKind kind,
+                                   Device device) {
   // make_op's work, with the entries sorted once at capture.
-  Executor* executor = executor_for(Device::cpu());
+  Executor* executor = executor_for(device);
+  if (executor == nullptr) [[unlikely]] throw_unknown_device("graph replay", device);
   OpBlock* op = detail::OpPool::acquire();
   std::vector<detail::Entry>& entries = op->entries;
   try {
@@ -95,17 +104,20 @@ OpBlock* EngineCore::make_replay_op(const GraphData& graph, const PushOptions& o
     e.generation = r.generation;
   }
   op->engine = this;
-  op->kind = OpKind::Async;
+  op->kind = kind;
   op->runs_graph = true;
   op->priority = options.priority;
-  op->device = Device::cpu();
+  op->device = device;
   op->property = options.property;
   op->name.assign(options.name.empty() ? std::string_view("graph replay") : options.name);
   op->named = true;
   op->executor = executor;
-  op->device_uses_fences = false;
-  op->ticket.fetch_add(1, std::memory_order_relaxed);  // arm: odd
-  op->holds.store(2, std::memory_order_relaxed);
+  op->device_uses_fences = executor->uses_fences();
+  if (op->device_uses_fences) op->entry_fences.resize(entries.size());
+  if (kind == OpKind::Async) {
+    op->ticket.fetch_add(1, std::memory_order_relaxed);  // arm: odd
+    op->holds.store(2, std::memory_order_relaxed);
+  }
   return op;
 }
 
@@ -145,11 +157,11 @@ void EngineCore::release_graph(GraphData& graph) noexcept {
   }
 }
 
-void EngineCore::fail_var(detail::VarState& var, std::exception_ptr error) {
+void EngineCore::fail_var(detail::Entry& entry, std::exception_ptr error) {
+  detail::VarState& var = *entry.var;
   {
     std::lock_guard lock(var.lock);
-    var.error = error;
-    var.failed.store(true, std::memory_order_release);
+    detail::dependency::propagate_failure(var, entry, error);
   }
   std::lock_guard lock(failures_mutex_);
   failures_.push_back({&var, var.generation.load(std::memory_order_relaxed), std::move(error)});

@@ -16,7 +16,15 @@ void GraphRun::start(const OpBlock& replay_op, const std::shared_ptr<GraphData>&
   drain(main_stack_, &graph);
 }
 
+void GraphRun::run_in_order(const OpBlock& replay_op, RunContext& ctx) {
+  prepare(replay_op);
+  // Push order is an order the dependencies allow.
+  for (std::uint32_t i = 0; i < graph_.nodes.size(); ++i) run_node(i, ctx);
+  file_errors();
+}
+
 void GraphRun::prepare(const OpBlock& replay_op) {
+  replay_op_ = &replay_op;
   const std::size_t n = graph_.nodes.size();
   if (pending_size_ != n) {
     pending_ = std::make_unique<std::atomic<std::int32_t>[]>(n);
@@ -63,7 +71,7 @@ void GraphRun::drain(Stack& stack, const std::shared_ptr<GraphData>* graph) {
     if (stack.empty() && !take_shared(stack)) break;
     const std::uint32_t index = stack.back();
     stack.pop_back();
-    run_node(index);
+    run_node(index, RunContext{.device = Device::cpu()});
     ++completed;
     for (std::uint32_t s : graph_.nodes[index].successors) {
       // A node with one predecessor is released by it alone: no count to share.
@@ -120,7 +128,7 @@ void GraphRun::help(std::uint64_t epoch) {
   helpers_.fetch_sub(1, std::memory_order_relaxed);
 }
 
-void GraphRun::run_node(std::uint32_t index) {
+void GraphRun::run_node(std::uint32_t index, const RunContext& base) {
   GraphNode& node = graph_.nodes[index];
   if (any_error_.load(std::memory_order_acquire)) [[unlikely]] {
     // Of several failed inputs, the first listed (accesses are in list order).
@@ -132,7 +140,9 @@ void GraphRun::run_node(std::uint32_t index) {
       }
     }
   }
-  RunContext ctx{.device = Device::cpu(), .property = node.property, .name = node.name};
+  RunContext ctx = base;
+  ctx.property = node.property;
+  ctx.name = node.name;
   try {
     node.fn(ctx);
   } catch (...) {
@@ -148,11 +158,19 @@ void GraphRun::fail_node(std::uint32_t index, std::exception_ptr error) {
 }
 
 void GraphRun::finish() {
+  file_errors();
+  Completion done = std::move(done_);
+  done();
+}
+
+void GraphRun::file_errors() {
   if (any_error_.load(std::memory_order_acquire)) [[unlikely]] {
     EngineCore& engine = *graph_.engine;
-    for (std::size_t k = 0; k < graph_.vars.size(); ++k) {
-      const GraphVar& v = graph_.vars[k];
-      if (v.written && var_error_[k]) engine.fail_var(*v.state, var_error_[k]);
+    for (Entry& e : const_cast<OpBlock*>(replay_op_)->entries) {
+      const std::int32_t k = graph_.var_at_position[e.position];
+      if (k < 0) continue;
+      const GraphVar& v = graph_.vars[static_cast<std::size_t>(k)];
+      if (v.written && var_error_[static_cast<std::size_t>(k)]) engine.fail_var(e, var_error_[static_cast<std::size_t>(k)]);
     }
     // A node that writes nothing and failed itself is reported by wait_all.
     for (std::size_t i = 0; i < graph_.nodes.size(); ++i) {
@@ -161,8 +179,6 @@ void GraphRun::finish() {
     }
     errors_to_clear_ = true;
   }
-  Completion done = std::move(done_);
-  done();
 }
 
 }  // namespace depengine::detail

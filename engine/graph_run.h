@@ -41,6 +41,9 @@ class GraphRun {
   /// engine op: its entries carry the input errors of the outside variables.
   /// `graph` is the shared owner of the run's GraphData, for helpers.
   void start(const OpBlock& replay_op, const std::shared_ptr<GraphData>& graph, Completion done);
+  /// Runs every node once, in recorded order, on this thread with `ctx`
+  /// (the replay op's, on the nodes' stream device): one launch for all.
+  void run_in_order(const OpBlock& replay_op, RunContext& ctx);
 
  private:
   using Stack = std::vector<std::uint32_t>;
@@ -48,11 +51,13 @@ class GraphRun {
   void prepare(const OpBlock& replay_op);
   void drain(Stack& stack, const std::shared_ptr<GraphData>* graph);
   void help(std::uint64_t epoch);
-  void run_node(std::uint32_t index);
+  void run_node(std::uint32_t index, const RunContext& base);
   void fail_node(std::uint32_t index, std::exception_ptr error);
   bool take_shared(Stack& stack);
   void offload(Stack& stack, const std::shared_ptr<GraphData>& graph);
   void finish();
+  /// Leaves the nodes' failures in the variables the replay op holds.
+  void file_errors();
 
   GraphData& graph_;
   std::unique_ptr<std::atomic<std::int32_t>[]> pending_;  // per node: predecessors not yet completed
@@ -74,6 +79,7 @@ class GraphRun {
   std::atomic<std::size_t> shared_size_{0};
   Stack main_stack_;
   Completion done_;
+  const OpBlock* replay_op_ = nullptr;  // of the run in progress
 };
 
 }  // namespace depengine::detail

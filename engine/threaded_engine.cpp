@@ -394,7 +394,8 @@ class ThreadedEngine final : public EngineCore {
   void finish(OpBlock* op, std::exception_ptr error, ReadyList& ready) {
     // An op launched before its predecessors completed learns of their
     // failure only now.
-    if (!error && op->has_fences()) error = input_error(*op);
+    // (A graph replay's nodes took theirs one by one: GraphRun.)
+    if (!error && op->has_fences() && !op->runs_graph) error = input_error(*op);
     if (error) op->set_error(std::move(error));
     const bool failed = op->has_error && (op->kind == OpKind::Sync || op->kind == OpKind::Async);
     const std::size_t ready_before = ready.size();

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <depengine/completion.h>
+#include <depengine/emulated_device.h>
 #include <depengine/engine.h>
 #include <depengine/graph.h>
 
@@ -33,6 +34,8 @@ constexpr int kEagerOps = 600;
 // This graph has asynchronous ops (pushed again at each replay); the others
 // are plain CPU ops (run by the counters computed at capture).
 constexpr int kAsyncGraph = 3;
+// This graph's ops run on an emulated device (one replay op there).
+constexpr int kDeviceGraph = 2;
 
 // One graph's recorded ops: indices below kShared are shared variables,
 // those from kShared on the graph's own.
@@ -117,6 +120,7 @@ void run_graph_op(const RandomOp& op, int op_id, GraphState& st, std::vector<OpR
 // replayed; without, its ops are pushed eagerly at each replay (the reference).
 Outcome run(const Script& s, EngineOptions options, int pushers, bool use_graphs) {
   Engine engine(options);
+  add_emulated_device(engine, 0, {.compute_streams = 2});
   std::vector<Var> shared;
   for (int i = 0; i < kShared; ++i) shared.push_back(engine.new_var("s" + std::to_string(i)));
   RandomState state(kShared);
@@ -155,7 +159,8 @@ Outcome run(const Script& s, EngineOptions options, int pushers, bool use_graphs
           [&, g, j, op_id, fail](RunContext&) {
             run_graph_op(s.graphs[g].ops[j], op_id, graph_states[g], out.graph_records[g][j], fail);
           },
-          reads, {var_of(ops[j].write)});
+          reads, {var_of(ops[j].write)},
+          {.device = g == kDeviceGraph ? Device::emulated(0) : Device::cpu()});
     }
   };
   std::vector<Graph> graphs;

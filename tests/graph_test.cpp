@@ -6,6 +6,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -399,6 +400,68 @@ TEST_P(GraphRules, DeviceOpsInAGraphReplayInOrder) {
   std::vector<int> expected;
   for (int i = 0; i < 5; ++i) expected.insert(expected.end(), {1, 2, 3, 0});
   EXPECT_EQ(log, expected);
+}
+
+TEST_P(GraphRules, AGraphOnOneEmulatedDeviceIsOneLaunchPerReplay) {
+  Engine engine(options());
+  std::atomic<int> launches{0}, replay_launches{0};
+  add_emulated_device(engine, 0,
+                      {.compute_streams = 2, .on_launch = [&](std::string_view name, const EmulatedStream&) {
+                         ++launches;
+                         if (name == "graph replay") ++replay_launches;
+                       }});
+  Var a = engine.new_var("a"), b = engine.new_var("b");
+  std::vector<int> log;  // written by ops ordered through a and b only
+  const PushOptions on_device{.device = Device::emulated(0)};
+  Graph g = engine.capture([&] {
+    engine.push([&](RunContext& ctx) { log.push_back(ctx.stream != nullptr ? 1 : -1); }, {}, {a}, on_device);
+    engine.push([&](RunContext&) { log.push_back(2); }, {a}, {b}, on_device);
+    engine.push([&](RunContext&) { log.push_back(3); }, {b}, {a}, on_device);
+  });
+  for (int i = 0; i < 5; ++i) {
+    engine.push([&](RunContext&) { log.push_back(0); }, {}, {a, b});
+    engine.replay(g);
+  }
+  engine.wait_all();
+  std::vector<int> expected;
+  for (int i = 0; i < 5; ++i) expected.insert(expected.end(), {0, 1, 2, 3});
+  EXPECT_EQ(log, expected);
+  if (GetParam() == EngineKind::Threaded) {
+    EXPECT_EQ(replay_launches.load(), 5);  // one launch per replay, not one per op
+    EXPECT_EQ(launches.load(), 5);
+  } else {
+    EXPECT_EQ(launches.load(), 15);  // the naive engine pushes each op again
+  }
+}
+
+TEST_P(GraphRules, ErrorsOfAGraphOnOneEmulatedDeviceFollowTheOps) {
+  Engine engine(options());
+  add_emulated_device(engine, 0, {.compute_streams = 2});
+  const PushOptions on_device{.device = Device::emulated(0)};
+  Var in = engine.new_var("in"), a = engine.new_var("a"), b = engine.new_var("b"), c = engine.new_var("c");
+  int b_runs = 0, c_runs = 0, from_in = 0;
+  Graph g = engine.capture([&] {
+    engine.push([](RunContext&) { throw std::runtime_error("device op failed"); }, {}, {a}, on_device);
+    engine.push([&](RunContext&) { ++b_runs; }, {a}, {b}, on_device);  // skipped
+    engine.push([&](RunContext&) { ++c_runs; }, {}, {c}, on_device);   // runs
+    engine.push([&](RunContext&) { ++from_in; }, {in}, {}, on_device);  // skipped when `in` failed
+  });
+  engine.replay(g);
+  EXPECT_THROW(engine.wait_to_read(b), std::runtime_error);
+  EXPECT_THROW(engine.wait_to_read(a), std::runtime_error);
+  engine.wait_to_read(c);
+  EXPECT_EQ(b_runs, 0);
+  EXPECT_EQ(c_runs, 1);
+  engine.wait_all();
+  EXPECT_EQ(from_in, 1);
+  // A failed outside input, written on the device just before the replay.
+  engine.push([](RunContext&) { throw std::runtime_error("input failed"); }, {}, {in}, on_device);
+  engine.replay(g);
+  EXPECT_THROW(engine.wait_to_read(b), std::runtime_error);
+  engine.wait_to_read(c);
+  EXPECT_EQ(c_runs, 2);
+  EXPECT_EQ(from_in, 1);
+  EXPECT_THROW(engine.wait_all(), std::runtime_error);  // `in` and `a`, not reported yet
 }
 
 TEST_P(GraphRules, IndependentOpsOfAGraphAllRunEachReplay) {
