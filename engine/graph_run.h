@@ -1,6 +1,6 @@
 #pragma once
-// GraphRun: one replay of a captured graph of plain CPU ops, run by the
-// dependency counts computed at capture (the mechanism of replay): a node
+// GraphRun: one replay of a captured graph. Of plain CPU ops (start): run by
+// the dependency counts computed at capture (the mechanism of replay): a node
 // whose predecessors have all completed is ready; no variable's version
 // queue is touched. The replay op that owns the run holds every outside
 // variable the graph touches, so the nodes see them exactly as the recorded
@@ -13,6 +13,9 @@
 // it writes as failed, and a node whose inputs failed is skipped and passes
 // the error on; the variables' errors start from those the replay op was
 // granted with and end in the variables it writes.
+//
+// Of plain ops on one stream device (run_in_order): the nodes in push order,
+// on the replay op's stream, with the same per-node errors.
 //
 // One run per graph at a time: the replays of a graph serialise on its
 // sequence variable (GraphData::sequence_var).
