@@ -7,6 +7,11 @@
 
 namespace depengine::detail {
 
+namespace {
+// What a node run by the counters sees: the CPU, no stream.
+const RunContext kCpuContext{.device = Device::cpu()};
+}  // namespace
+
 void GraphRun::start(const OpBlock& replay_op, const std::shared_ptr<GraphData>& graph, Completion done) {
   prepare(replay_op);
   done_ = std::move(done);
@@ -71,7 +76,7 @@ void GraphRun::drain(Stack& stack, const std::shared_ptr<GraphData>* graph) {
     if (stack.empty() && !take_shared(stack)) break;
     const std::uint32_t index = stack.back();
     stack.pop_back();
-    run_node(index, RunContext{.device = Device::cpu()});
+    run_node(index, kCpuContext);
     ++completed;
     for (std::uint32_t s : graph_.nodes[index].successors) {
       // A node with one predecessor is released by it alone: no count to share.
@@ -140,9 +145,11 @@ void GraphRun::run_node(std::uint32_t index, const RunContext& base) {
       }
     }
   }
-  RunContext ctx = base;
-  ctx.property = node.property;
-  ctx.name = node.name;
+  RunContext ctx{.device = base.device,
+                 .stream = base.stream,
+                 .stream_index = base.stream_index,
+                 .property = node.property,
+                 .name = node.name};
   try {
     node.fn(ctx);
   } catch (...) {
