@@ -16,6 +16,8 @@
 //   fan_out_in   one writer, 64 readers, one writer, repeated
 //   stencil_1d   width 16: op (t, i) reads cells i-1, i, i+1 of step t-1
 //   random_rw    the differential tests' random workload
+// and replay_<workload> (bench/replay_bench.h): 1,000 ops of each captured
+// once as a graph and replayed, against a flow graph built once and re-run.
 //
 // --busy_threads=N (contended mode): N threads of this process spin without
 // pause through every benchmark, started in its setup and stopped in its
@@ -47,6 +49,7 @@
 #endif
 
 #include <depengine/engine.h>
+#include <depengine/graph.h>
 
 #include "bench/support/random_workload.h"
 
@@ -399,6 +402,8 @@ int take_busy_threads(int& argc, char** argv) {
   return busy;
 }
 
+#include "bench/replay_bench.h"
+
 void register_all() {
   const std::pair<const char*, Workload (*)(int)> workloads[] = {
       {"chain", chain}, {"independent", independent}, {"fan_out_in", fan_out_in},
@@ -420,6 +425,7 @@ void register_all() {
     benchmark::RegisterBenchmark((prefix + "/starpu").c_str(), run_starpu, make)->Arg(1)->Arg(2)->UseRealTime()->Apply(contended);
 #endif
   }
+  register_replay();
 }
 
 }  // namespace

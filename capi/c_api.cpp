@@ -32,6 +32,7 @@
 #include <boost/container/small_vector.hpp>
 
 #include "depengine/engine.h"
+#include "depengine/graph.h"
 #include "depengine/profiler.h"
 #include "engine/engine_core.h"
 
@@ -57,6 +58,11 @@ struct depengine_engine {
   // The mutex serializes start/stop/dump, which the Profiler requires.
   std::mutex profiler_mutex;
   std::unique_ptr<depengine::Profiler> profiler;
+};
+
+struct depengine_graph {
+  depengine_engine* engine;
+  depengine::Graph graph;
 };
 
 struct depengine_op_context {
@@ -600,6 +606,72 @@ depengine_status depengine_wait_all(depengine_engine* engine) noexcept {
   } catch (...) {
     return status_of_current_exception(call);
   }
+}
+
+// ---------------------------------------------------------------- graphs
+
+depengine_status depengine_capture_begin(depengine_engine* engine) noexcept {
+  constexpr const char* call = "depengine_capture_begin";
+  if (engine == nullptr) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "null engine");
+  try {
+    engine->engine.core().capture_begin();
+    return DEPENGINE_OK;
+  } catch (...) {
+    return status_of_current_exception(call);
+  }
+}
+
+depengine_status depengine_capture_end(depengine_engine* engine, depengine_graph** graph) noexcept {
+  constexpr const char* call = "depengine_capture_end";
+  if (engine == nullptr) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "null engine");
+  if (graph == nullptr) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "null output pointer");
+  try {
+    depengine::Graph captured(engine->engine.core().capture_end());
+    *graph = new depengine_graph{engine, std::move(captured)};
+    return DEPENGINE_OK;
+  } catch (...) {
+    return status_of_current_exception(call);
+  }
+}
+
+depengine_status depengine_replay(depengine_engine* engine, const depengine_graph* graph,
+                                  const depengine_push_options* options) noexcept {
+  constexpr const char* call = "depengine_replay";
+  if (engine == nullptr) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "null engine");
+  if (graph == nullptr) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "null graph");
+  if (graph->engine != engine) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "a graph of another engine");
+  depengine::PushOptions cpp_options;
+  if (options != nullptr) {
+    if (options->struct_size != sizeof(depengine_push_options)) {
+      return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call,
+                  "push options not initialized with depengine_push_options_init");
+    }
+    if (raw_enum(options->device_kind) != DEPENGINE_DEVICE_CPU) {
+      return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "a replay is placed on the CPU");
+    }
+    cpp_options.priority = options->priority;
+    if (options->name != nullptr) cpp_options.name = options->name;
+  }
+  try {
+    engine->engine.replay(graph->graph, cpp_options);
+    return DEPENGINE_OK;
+  } catch (...) {
+    // What remains for the engine to reject with invalid_argument is a deleted variable.
+    return status_of_current_exception(call, DEPENGINE_ERROR_UNKNOWN_VAR);
+  }
+}
+
+depengine_status depengine_graph_size(const depengine_graph* graph, size_t* size) noexcept {
+  constexpr const char* call = "depengine_graph_size";
+  if (graph == nullptr) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "null graph");
+  if (size == nullptr) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "null output pointer");
+  *size = graph->graph.size();
+  return DEPENGINE_OK;
+}
+
+depengine_status depengine_graph_free(depengine_graph* graph) noexcept {
+  delete graph;
+  return DEPENGINE_OK;
 }
 
 // ---------------------------------------------------------------- profiler

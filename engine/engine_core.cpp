@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "engine/device_factory.h"
+#include "engine/graph_capture.h"
 #include "engine/op_pool.h"
 #include "sync/wait_signal.h"
 
@@ -80,7 +81,18 @@ bool EngineCore::in_operation() { return t_operation_depth > 0; }
 
 bool EngineCore::in_own_operation() const { return t_operation_engine == this; }
 
-Var EngineCore::new_var(std::string_view name) { return vars_.create(name); }
+Var EngineCore::new_var(std::string_view name) {
+  Var var = vars_.create(name);
+  if (detail::GraphRecorder* recorder = detail::GraphRecorder::active_for(this)) [[unlikely]] {
+    try {
+      recorder->created(var, vars_.find(var));
+    } catch (...) {
+      delete_var_now(var, {});
+      throw;
+    }
+  }
+  return var;
+}
 
 std::string EngineCore::var_name(Var var) const {
   VarState* state = vars_.find_including_deleted(var);
@@ -259,6 +271,9 @@ void EngineCore::throw_listed_twice(std::string_view op_name, const VarState& va
 void EngineCore::push(OpFn&& fn, VarList reads, VarList writes, const PushOptions& options) {
   if (!fn) throw std::invalid_argument("depengine: push of " + describe(options.name) + " with a null function");
   OpBlock* op = make_op(OpKind::Sync, reads, writes, options);
+  if (detail::GraphRecorder* recorder = detail::GraphRecorder::active_for(this)) [[unlikely]] {
+    return record(recorder, op, std::move(fn), {});
+  }
   op->fn = std::move(fn);
   if (stall_watch_) [[unlikely]] stall_watch_->pushed(*op);
   submit(op);
@@ -267,6 +282,9 @@ void EngineCore::push(OpFn&& fn, VarList reads, VarList writes, const PushOption
 void EngineCore::push_async(AsyncOpFn&& fn, VarList reads, VarList writes, const PushOptions& options) {
   if (!fn) throw std::invalid_argument("depengine: push_async of " + describe(options.name) + " with a null function");
   OpBlock* op = make_op(OpKind::Async, reads, writes, options);
+  if (detail::GraphRecorder* recorder = detail::GraphRecorder::active_for(this)) [[unlikely]] {
+    return record(recorder, op, {}, std::move(fn));
+  }
   op->async_fn = std::move(fn);
   op->ticket.fetch_add(1, std::memory_order_relaxed);  // arm: odd
   op->holds.store(2, std::memory_order_relaxed);
@@ -274,7 +292,24 @@ void EngineCore::push_async(AsyncOpFn&& fn, VarList reads, VarList writes, const
   submit(op);
 }
 
+void EngineCore::record(detail::GraphRecorder* recorder, OpBlock* op, OpFn&& fn, AsyncOpFn&& async_fn) {
+  try {
+    recorder->record(*op, std::move(fn), std::move(async_fn));
+  } catch (...) {
+    detail::OpPool::release(op);
+    throw;
+  }
+  detail::OpPool::release(op);
+}
+
 void EngineCore::delete_var(Var var, ReleaseFn release, bool drop_failure) {
+  if (detail::GraphRecorder* recorder = detail::GraphRecorder::active_for(this)) [[unlikely]] {
+    return recorder->deleted(var, std::move(release));
+  }
+  delete_var_now(var, std::move(release), drop_failure);
+}
+
+void EngineCore::delete_var_now(Var var, ReleaseFn release, bool drop_failure) {
   VarState* state = vars_.find(var);
   if (state == nullptr) {
     throw std::invalid_argument(var.is_null() ? "depengine: delete_var of a null Var"
@@ -316,6 +351,10 @@ OpBlock* EngineCore::make_engine_op(OpKind kind, VarState* var, std::uint32_t ge
 // ---------------------------------------------------------------- blocking
 
 void EngineCore::check_blocking_allowed(const char* call) const {
+  if (detail::GraphRecorder::capturing()) {
+    throw std::logic_error(std::string("depengine: ") + call +
+                           " called inside a capture; the body's pushes have not run, so it would wait forever");
+  }
   if (in_operation()) {
     throw std::logic_error(std::string("depengine: ") + call +
                            " called from inside an operation; this would deadlock the engine");

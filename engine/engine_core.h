@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -21,6 +22,12 @@
 #include "engine/var_table.h"
 
 namespace depengine {
+
+namespace detail {
+struct GraphData;
+class GraphRecorder;
+class GraphRun;
+}  // namespace detail
 
 class EngineCore {
  public:
@@ -48,6 +55,17 @@ class EngineCore {
   /// have been pushed), else a null Var: how the C API checks its handles.
   Var live_var(std::uint32_t slot) const { return vars_.live_var(slot); }
   const EngineOptions& options() const { return options_; }
+
+  // Graphs (engine/graph_capture.cpp, engine/graph_replay.cpp).
+  std::shared_ptr<detail::GraphData> capture(const std::function<void()>& body);
+  /// capture() in two calls, for the C API: what this thread pushes between
+  /// them is recorded. Both throw std::logic_error when out of place.
+  void capture_begin();
+  std::shared_ptr<detail::GraphData> capture_end();
+  void replay(const std::shared_ptr<detail::GraphData>& graph, const PushOptions& options);
+  /// Deletes the variables the graph's body deleted (pushed: after the
+  /// graph's replays in flight).
+  void release_graph(detail::GraphData& graph) noexcept;
 
   // Hooks of ReadyOp and Completion.
   virtual void on_launched(detail::OpBlock* op) = 0;
@@ -95,6 +113,24 @@ class EngineCore {
 
  protected:
   friend class ReadyOp;  // input_error, for stream devices
+  friend class detail::GraphRecorder;  // vars_, for the variables a capture makes
+  friend class detail::GraphRun;       // fail_var, record_unattached_failure
+
+  /// A replayed graph's writes left the variable of the replay op's `entry`
+  /// failed with `error`: as a failed write would have left it (entries
+  /// granted early behind it, on a stream device, take the error too).
+  void fail_var(detail::Entry& entry, std::exception_ptr error);
+  /// Records a validated push (its block goes back to the pool).
+  void record(detail::GraphRecorder* recorder, detail::OpBlock* op, OpFn&& fn, AsyncOpFn&& async_fn);
+  /// delete_var, never recorded by a capture.
+  void delete_var_now(Var var, ReleaseFn release, bool drop_failure = false);
+  /// Pushes each node of `graph` again (graphs that do not run as a DAG, and
+  /// the naive engine).
+  void replay_by_pushing(const std::shared_ptr<detail::GraphData>& graph);
+  /// The op a replay pushes: every variable the graph touches, in one op.
+  detail::OpBlock* make_replay_op(const detail::GraphData& graph, const PushOptions& options, detail::OpKind kind,
+                                  Device device);
+  [[noreturn, gnu::cold, gnu::noinline]] static void throw_deleted_graph_var(const detail::VarState& var);
 
   /// A validated op with its entries sorted; the engine takes it over.
   virtual void submit(detail::OpBlock* op) = 0;

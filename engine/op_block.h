@@ -96,6 +96,9 @@ struct alignas(64) OpBlock {
   std::atomic<bool> input_failed{false};
   bool has_error = false;  // `error` is set (read without touching its line)
   bool drops_failure = false;  // a Delete of a helper variable (Engine::delete_helper_var)
+  // A graph replay (Async): not skipped when an input failed, since its
+  // nodes that do not touch the failed variable still run (GraphRun).
+  bool runs_graph = false;
   // Entries, sorted by variable address (the lock order).
   std::vector<Entry> entries;
   OpFn fn;
@@ -151,6 +154,7 @@ struct alignas(64) OpBlock {
     named = false;
     has_error = false;
     drops_failure = false;
+    runs_graph = false;
     async_fn.reset();
     release.reset();
     signal = nullptr;

@@ -114,7 +114,10 @@ std::string_view ReadyOp::name() const { return op_->name_view(); }
 bool ReadyOp::is_async() const { return op_->kind == detail::OpKind::Async; }
 std::span<const Fence> ReadyOp::fences() const { return op_->fences; }
 
-std::exception_ptr ReadyOp::input_error() const { return EngineCore::input_error(*op_); }
+std::exception_ptr ReadyOp::input_error() const {
+  // A graph replay's nodes sort out failed inputs one by one (GraphRun).
+  return op_->runs_graph ? nullptr : EngineCore::input_error(*op_);
+}
 
 std::exception_ptr ReadyOp::invoke(RunContext& ctx) const { return op_->engine->invoke(op_, ctx); }
 

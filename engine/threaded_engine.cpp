@@ -169,8 +169,9 @@ class ThreadedEngine final : public EngineCore {
   // This thread's buffer when `op` may wait in a batch (a CPU op with
   // variables, batching on), else null.
   PushBuffer* buffer_for(const OpBlock& op) {
+    // A graph replay is a batch already: one op holding all its variables.
     const bool batched = options_.batch_pushes && (op.kind == OpKind::Sync || op.kind == OpKind::Async) &&
-                         op.device.is_cpu() && !op.entries.empty();
+                         op.device.is_cpu() && !op.entries.empty() && !op.runs_graph;
     return batched ? buffers_.mine() : nullptr;
   }
 
@@ -343,7 +344,8 @@ class ThreadedEngine final : public EngineCore {
           // its predecessors are done (ReadyOp::input_error): finishing it
           // here would complete it before them, and its failure would then
           // reach them backwards.
-          if (std::exception_ptr error = op->has_fences() ? nullptr : input_error(*op)) {
+          // A graph replay sorts out failed inputs node by node (GraphRun).
+          if (std::exception_ptr error = op->has_fences() || op->runs_graph ? nullptr : input_error(*op)) {
             // Skipped: a variable it touches failed earlier.
             if (op->kind == OpKind::Async) op->holds.store(1, std::memory_order_relaxed);
             finish(op, std::move(error), ready);
@@ -392,7 +394,8 @@ class ThreadedEngine final : public EngineCore {
   void finish(OpBlock* op, std::exception_ptr error, ReadyList& ready) {
     // An op launched before its predecessors completed learns of their
     // failure only now.
-    if (!error && op->has_fences()) error = input_error(*op);
+    // (A graph replay's nodes took theirs one by one: GraphRun.)
+    if (!error && op->has_fences() && !op->runs_graph) error = input_error(*op);
     if (error) op->set_error(std::move(error));
     const bool failed = op->has_error && (op->kind == OpKind::Sync || op->kind == OpKind::Async);
     const std::size_t ready_before = ready.size();

@@ -51,7 +51,7 @@ Command run(const std::string& command) {
 Command depbench(const std::string& args) { return run(std::string(DEPBENCH_PATH) + " " + args); }
 
 const char* kScenarios[] = {"roofline", "frontend_backend", "auto_parallel", "overlap_copy_compute",
-                            "data_loading", "training_step", "data_parallel"};
+                            "data_loading", "training_step", "hybridize", "data_parallel"};
 
 // A build with DEPENGINE_PROFILER_HOOKS=OFF has no profiler: no trace, no
 // timeline, and no ideal speedup for training_step and data_parallel
@@ -256,7 +256,8 @@ TEST_F(DepbenchOutputs, JsonHasOneSaneRecordPerScenarioAndMode) {
     }
     by[r.at("scenario")][r.at("mode")] = r;
     EXPECT_GT(r.at("seconds").get<double>(), 0);
-    if (!kProfiler && (r.at("scenario") == "training_step" || r.at("scenario") == "data_parallel")) {
+    if (!kProfiler && (r.at("scenario") == "training_step" || r.at("scenario") == "hybridize" ||
+                       r.at("scenario") == "data_parallel")) {
       EXPECT_TRUE(r.at("ideal_speedup").is_null()) << r.dump();
     } else {
       EXPECT_GT(r.at("ideal_speedup").get<double>(), 0);

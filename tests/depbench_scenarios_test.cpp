@@ -51,7 +51,7 @@ TEST_P(Scenarios, BothModesGiveTheSameResultsAndConsistentNumbers) {
       // DEPENGINE_PROFILER_HOOKS=OFF: no trace, and training_step and
       // data_parallel cannot measure their ideal speedup.
       EXPECT_FALSE(r.trace.has_value());
-      if (GetParam() == "training_step" || GetParam() == "data_parallel") {
+      if (GetParam() == "training_step" || GetParam() == "hybridize" || GetParam() == "data_parallel") {
         EXPECT_TRUE(std::isnan(r.ideal_speedup));
       } else {
         EXPECT_GT(r.ideal_speedup, 0);
@@ -111,7 +111,7 @@ TEST_P(Scenarios, CountsBeyondAnIntThrowInsteadOfWrapping) {
 
 INSTANTIATE_TEST_SUITE_P(All, Scenarios,
                          ::testing::Values("roofline", "frontend_backend", "auto_parallel", "overlap_copy_compute",
-                                           "data_loading", "training_step", "data_parallel"));
+                                           "data_loading", "training_step", "hybridize", "data_parallel"));
 
 // The scenarios with device work, on emulated devices: same results, and the
 // traced run's device ops sit on the devices' stream tracks.
@@ -183,7 +183,8 @@ TEST(Scenarios, CpuOnlyScenariosStayOnTheCpu) {
   emulated.device = "emulated";
   for (const auto& scenario : all_scenarios()) {
     const std::string name = scenario->name();
-    const bool measures_the_host = name == "roofline" || name == "frontend_backend";
+    // hybridize measures the engine's cost per op, on the host.
+    const bool measures_the_host = name == "roofline" || name == "frontend_backend" || name == "hybridize";
     // data_parallel's communicator takes host memory only.
     EXPECT_EQ(scenario->runs_on_device(cuda), !measures_the_host && name != "data_parallel") << name;
     EXPECT_EQ(scenario->runs_on_device(emulated), !measures_the_host && name != "training_step") << name;

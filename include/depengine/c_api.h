@@ -251,6 +251,40 @@ depengine_status depengine_wait_to_write(depengine_engine* engine, depengine_var
  * DEPENGINE_ERROR_OPERATION_FAILED with the first error no wait reported. */
 depengine_status depengine_wait_all(depengine_engine* engine) DEPENGINE_NOEXCEPT;
 
+/* ---------------------------------------------------------------- graphs */
+
+/* A captured sequence of pushes (see depengine/graph.h and docs/graphs.md).
+ * Free it with depengine_graph_free before destroying its engine. */
+typedef struct depengine_graph depengine_graph;
+
+/* Starts capturing on the calling thread: what it pushes on `engine` until
+ * depengine_capture_end (push, push_async, new_var, delete_var) is recorded,
+ * not run. The waits return DEPENGINE_ERROR_BAD_STATE meanwhile; pushes of
+ * other threads run as usual. DEPENGINE_ERROR_BAD_STATE if this thread
+ * already captures. */
+depengine_status depengine_capture_begin(depengine_engine* engine) DEPENGINE_NOEXCEPT;
+
+/* Ends the capture begun on this thread and returns what it recorded.
+ * DEPENGINE_ERROR_BAD_STATE if this thread began none on `engine`;
+ * DEPENGINE_ERROR_INVALID_ARGUMENT (the capture ends, no graph is made) if
+ * it deleted a variable made before it. End a capture before destroying its
+ * engine. */
+depengine_status depengine_capture_end(depengine_engine* engine, depengine_graph** graph) DEPENGINE_NOEXCEPT;
+
+/* Pushes the recorded operations again, in their order; returns at once.
+ * `options` may be NULL (its device must be the CPU). Errors: INVALID_ARGUMENT
+ * for a null argument or a graph of another engine, UNKNOWN_VAR when a
+ * variable the graph uses was deleted, BAD_STATE inside a capture. */
+depengine_status depengine_replay(depengine_engine* engine, const depengine_graph* graph,
+                                  const depengine_push_options* options) DEPENGINE_NOEXCEPT;
+
+/* The number of recorded operations. */
+depengine_status depengine_graph_size(const depengine_graph* graph, size_t* size) DEPENGINE_NOEXCEPT;
+
+/* Frees the graph; the variables its capture deleted are deleted once its
+ * replays in flight are done. NULL is accepted and does nothing. */
+depengine_status depengine_graph_free(depengine_graph* graph) DEPENGINE_NOEXCEPT;
+
 /* ---------------------------------------------------------------- profiler */
 
 /* Starts (or resumes) recording the operations of `engine`: names (the push

@@ -35,6 +35,7 @@
 
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -50,6 +51,7 @@ namespace depengine {
 
 class Executor;
 class EngineCore;
+class Graph;
 
 /// The body of an operation. Closures up to 48 bytes are stored without allocating.
 using OpFn = detail::InlineFunction<void(RunContext&)>;
@@ -92,6 +94,14 @@ class Engine {
   /// composite operation passed it on to the variables it writes, through
   /// which the caller sees it.
   void delete_helper_var(Var var);
+
+  /// Runs `body` on this thread with capture on: what it pushes on this
+  /// engine is recorded, not run, into the returned graph (see graph.h,
+  /// which defines `Graph`, and docs/graphs.md).
+  Graph capture(const std::function<void()>& body);
+  /// Pushes the graph's recorded ops again, in their recorded order, at this
+  /// point of this thread's pushes; returns at once.
+  void replay(const Graph& graph, const PushOptions& options = {});
 
   void wait_to_read(Var var);
   void wait_to_write(Var var);

@@ -17,6 +17,7 @@ See docs/python.md for the API, the GIL, threads and errors.
 from ._depengine import (
     Communicator,
     Engine,
+    Graph,
     KVStore,
     OpStats,
     ProfiledOp,
@@ -57,6 +58,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Communicator",
     "Engine",
+    "Graph",
     "KVStore",
     "OpStats",
     "ProfiledOp",

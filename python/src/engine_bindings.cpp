@@ -104,7 +104,7 @@ void bind_engine(nb::module_& m) {
             const std::vector<Var> write_vars = parse_vars(writes, "writes");
             PushOptions options{.priority = priority, .device = parse_device(device)};
             if (name) options.name = *name;
-            OpFn op = python_op(fn.ptr());
+            OpFn op = python_op(fn.ptr(), in_capture_body());
             ReleaseGil unlocked;
             e.engine().push(std::move(op), read_vars, write_vars, options);
           },

@@ -28,6 +28,7 @@ NB_MODULE(_depengine, m) {
   bind_profiler(m);
   bind_comm(m);
   bind_kvstore(m);
+  bind_graph(m);
 
   // Runs before the interpreter tears down: every pushed Python function
   // runs while Python can still run it (see python_runtime.h).

@@ -124,7 +124,7 @@ void keep_thread_state() {
 // inline in the operation.
 class PythonCall {
  public:
-  explicit PythonCall(PyObject* fn) : fn_(fn) {}
+  PythonCall(PyObject* fn, bool reusable) : fn_(fn), reusable_(reusable) {}
   PythonCall(PythonCall&& other) noexcept = default;
   PythonCall& operator=(PythonCall&&) = delete;
   ~PythonCall() {
@@ -136,7 +136,7 @@ class PythonCall {
     keep_thread_state();
     PyGILState_STATE gil = PyGILState_Ensure();
     PyObject* result = PyObject_CallNoArgs(fn_.get());
-    fn_.reset();  // released now, with the GIL
+    if (!reusable_) fn_.reset();  // released now, with the GIL
     if (result == nullptr) {
       PythonOpError error = PythonOpError::fetch(ctx.name);
       PyGILState_Release(gil);
@@ -149,6 +149,7 @@ class PythonCall {
 
  private:
   PyRef fn_;
+  bool reusable_;
   struct Counted {
     Counted() = default;
     Counted(Counted&& other) noexcept : value(other.value) { other.value = false; }
@@ -159,11 +160,11 @@ class PythonCall {
 
 }  // namespace
 
-OpFn python_op(PyObject* fn) {
+OpFn python_op(PyObject* fn, bool reusable) {
   if (!try_enter_python_op()) {
     throw std::runtime_error("depengine: the interpreter is shutting down; Python functions can no longer be pushed");
   }
-  return OpFn(PythonCall(fn));
+  return OpFn(PythonCall(fn, reusable));
 }
 
 }  // namespace depengine::python

@@ -51,7 +51,13 @@ class PythonOpError : public std::runtime_error {
 };
 
 /// The operation that calls `fn()` (a new reference is taken; needs the GIL).
-/// Throws std::runtime_error when the interpreter is shutting down.
-OpFn python_op(PyObject* fn);
+/// It drops `fn` once called, unless `reusable` (a push recorded by
+/// Engine.capture, called at every replay). Throws std::runtime_error when
+/// the interpreter is shutting down.
+OpFn python_op(PyObject* fn, bool reusable = false);
+
+/// True while this thread runs the body of Engine.capture
+/// (python/src/graph_bindings.cpp).
+bool in_capture_body();
 
 }  // namespace depengine::python

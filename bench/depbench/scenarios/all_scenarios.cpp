@@ -13,6 +13,7 @@ std::vector<std::unique_ptr<Scenario>> all_scenarios() {
   all.push_back(make_overlap_copy_compute());
   all.push_back(make_data_loading());
   all.push_back(make_training_step());
+  all.push_back(make_hybridize());
   all.push_back(make_data_parallel());
   return all;
 }

@@ -13,6 +13,7 @@ std::unique_ptr<Scenario> make_auto_parallel();
 std::unique_ptr<Scenario> make_overlap_copy_compute();
 std::unique_ptr<Scenario> make_data_loading();
 std::unique_ptr<Scenario> make_training_step();
+std::unique_ptr<Scenario> make_hybridize();
 std::unique_ptr<Scenario> make_data_parallel();
 
 }  // namespace depbench

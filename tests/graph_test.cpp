@@ -1,0 +1,501 @@
+// The rules of capture and replay (include/depengine/graph.h), on both engines.
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include <depengine/emulated_device.h>
+#include <depengine/engine.h>
+#include <depengine/graph.h>
+
+namespace depengine {
+namespace {
+
+class GraphRules : public ::testing::TestWithParam<EngineKind> {
+ protected:
+  EngineOptions options() const { return {.kind = GetParam(), .cpu_threads = 2, .read_environment = false}; }
+};
+
+INSTANTIATE_TEST_SUITE_P(Engines, GraphRules, ::testing::Values(EngineKind::Threaded, EngineKind::Naive),
+                         [](const auto& info) { return info.param == EngineKind::Naive ? "naive" : "threaded"; });
+
+TEST_P(GraphRules, TheBodyIsRecordedNotRun) {
+  Engine engine(options());
+  int x = 0;
+  Var vx = engine.new_var("x");
+  Graph g = engine.capture([&] {
+    engine.push([&](RunContext&) { x += 1; }, {}, {vx});
+    engine.push([&](RunContext&) { x *= 2; }, {}, {vx});
+  });
+  engine.wait_all();
+  EXPECT_EQ(x, 0);
+  EXPECT_EQ(g.size(), 2u);
+  EXPECT_EQ(g.dependencies(), 1u);
+  ASSERT_EQ(g.variables().size(), 1u);
+  EXPECT_EQ(g.variables()[0], vx);
+  for (int i = 0; i < 3; ++i) engine.replay(g);
+  engine.wait_to_read(vx);
+  EXPECT_EQ(x, 14);
+}
+
+TEST_P(GraphRules, ReplaysAreOrderedAgainstEagerPushesInPushOrder) {
+  Engine engine(options());
+  std::vector<int> log;
+  Var v = engine.new_var("v");
+  Graph g = engine.capture([&] {
+    engine.push([&](RunContext&) { log.push_back(1); }, {}, {v});
+    engine.push([&](RunContext&) { log.push_back(2); }, {}, {v});
+  });
+  for (int i = 0; i < 50; ++i) {
+    engine.push([&](RunContext&) { log.push_back(0); }, {}, {v});
+    engine.replay(g);
+    engine.push([&](RunContext&) { log.push_back(3); }, {}, {v});
+  }
+  engine.wait_all();
+  std::vector<int> expected;
+  for (int i = 0; i < 50; ++i) expected.insert(expected.end(), {0, 1, 2, 3});
+  EXPECT_EQ(log, expected);
+}
+
+TEST_P(GraphRules, ReadsOfTheGraphRunAfterEarlierWritesAndBeforeLaterOnes) {
+  Engine engine(options());
+  int a = 0, seen = -1;
+  Var va = engine.new_var("a"), vs = engine.new_var("seen");
+  Graph g = engine.capture([&] { engine.push([&](RunContext&) { seen = a; }, {va}, {vs}); });
+  for (int i = 1; i <= 20; ++i) {
+    engine.push([&, i](RunContext&) { a = i; }, {}, {va});
+    engine.replay(g);
+    engine.wait_to_read(vs);
+    EXPECT_EQ(seen, i);
+  }
+}
+
+TEST_P(GraphRules, BlockingCallsInsideTheBodyThrow) {
+  Engine engine(options());
+  Var v = engine.new_var();
+  EXPECT_THROW(engine.capture([&] { engine.wait_to_read(v); }), std::logic_error);
+  EXPECT_THROW(engine.capture([&] { engine.wait_to_write(v); }), std::logic_error);
+  EXPECT_THROW(engine.capture([&] { engine.wait_all(); }), std::logic_error);
+  // Capture is off again afterwards.
+  engine.wait_to_read(v);
+  EXPECT_THROW(engine.capture([&] { (void)engine.capture([] {}); }), std::logic_error);
+  Graph g = engine.capture([&] { engine.push([](RunContext&) {}, {}, {v}); });
+  EXPECT_THROW(engine.capture([&] { engine.replay(g); }), std::logic_error);
+}
+
+TEST_P(GraphRules, PushesFromOtherThreadsDuringACaptureRunAsUsual) {
+  Engine engine(options());
+  Var v = engine.new_var();
+  std::atomic<int> ran{0};
+  Graph g = engine.capture([&] {
+    std::thread other([&] {
+      engine.push([&](RunContext&) { ++ran; }, {}, {v});
+      engine.wait_to_read(v);
+    });
+    other.join();
+    engine.push([&](RunContext&) { ran += 10; }, {}, {v});
+  });
+  EXPECT_EQ(ran.load(), 1);
+  EXPECT_EQ(g.size(), 1u);
+  engine.replay(g);
+  engine.wait_all();
+  EXPECT_EQ(ran.load(), 11);
+}
+
+TEST_P(GraphRules, VariablesMadeInsideBelongToTheGraphAndAreReusedByEveryReplay) {
+  Engine engine(options());
+  std::vector<int> buffer_owner;  // one "allocation" per variable made in a body
+  int released = 0, result = 0;
+  Var out = engine.new_var("out");
+  int scratch = 0;
+  Var made;
+  Graph g = engine.capture([&] {
+    made = engine.new_var("scratch");
+    buffer_owner.push_back(1);
+    engine.push([&](RunContext&) { scratch = 5; }, {}, {made});
+    engine.push([&](RunContext&) { result += scratch; }, {made}, {out});
+    engine.delete_var(made, [&] { ++released; });
+  });
+  EXPECT_EQ(buffer_owner.size(), 1u);
+  EXPECT_EQ(g.own_variables().size(), 1u);
+  EXPECT_EQ(g.variables().size(), 1u);
+  for (int i = 0; i < 4; ++i) engine.replay(g);
+  engine.wait_to_read(out);
+  EXPECT_EQ(result, 20);
+  EXPECT_EQ(released, 0);  // static: released with the graph, not per replay
+  engine.wait_to_read(made);  // still alive
+  g = Graph();
+  engine.wait_all();
+  EXPECT_EQ(released, 1);
+  EXPECT_THROW(engine.wait_to_read(made), std::invalid_argument);
+}
+
+TEST_P(GraphRules, AVariableTheBodyMadeAndKeptOutlivesTheGraph) {
+  Engine engine(options());
+  Var kept;
+  int value = 0;
+  {
+    Graph g = engine.capture([&] {
+      kept = engine.new_var("kept");
+      engine.push([&](RunContext&) { ++value; }, {}, {kept});
+    });
+    engine.replay(g);
+    engine.replay(g);
+  }
+  engine.wait_to_read(kept);  // still alive: the caller's, as after eager pushes
+  EXPECT_EQ(value, 2);
+  engine.delete_var(kept);
+  engine.wait_all();
+}
+
+TEST_P(GraphRules, UsingAVariableTheBodyDeletedThrows) {
+  Engine engine(options());
+  EXPECT_THROW(engine.capture([&] {
+    Var t = engine.new_var();
+    engine.delete_var(t);
+    engine.push([](RunContext&) {}, {t}, {});
+  }),
+               std::invalid_argument);
+}
+
+TEST_P(GraphRules, DeletingAnOutsideVariableInsideTheBodyThrows) {
+  Engine engine(options());
+  Var v = engine.new_var();
+  int released = 0;
+  EXPECT_THROW(engine.capture([&] {
+    engine.delete_var(v, [&] { ++released; });
+    EXPECT_THROW(engine.delete_var(v), std::invalid_argument);  // twice, as outside a capture
+  }),
+               std::invalid_argument);
+  // Deleted as asked, once the capture ended (no graph was made).
+  EXPECT_THROW(engine.wait_to_read(v), std::invalid_argument);
+  engine.wait_all();
+  EXPECT_EQ(released, 1);
+}
+
+TEST_P(GraphRules, AFailedCaptureReleasesWhatItMade) {
+  Engine engine(options());
+  Var made;
+  int released = 0;
+  EXPECT_THROW(engine.capture([&] {
+    made = engine.new_var();
+    engine.delete_var(made, [&] { ++released; });
+    throw std::runtime_error("body failed");
+  }),
+               std::runtime_error);
+  engine.wait_all();
+  EXPECT_EQ(released, 1);
+  EXPECT_THROW(engine.wait_to_read(made), std::invalid_argument);
+}
+
+TEST_P(GraphRules, BadPushesInsideTheBodyAreRejectedAsUsual) {
+  Engine engine(options());
+  Var v = engine.new_var();
+  EXPECT_THROW(engine.capture([&] { engine.push([](RunContext&) {}, {v}, {v}); }), std::invalid_argument);
+  EXPECT_THROW(engine.capture([&] { engine.push(OpFn(), {}, {v}); }), std::invalid_argument);
+  EXPECT_THROW(engine.capture([&] { engine.push([](RunContext&) {}, {Var()}, {}); }), std::invalid_argument);
+}
+
+TEST_P(GraphRules, AGraphOfAnotherEngineIsRejected) {
+  Engine engine(options());
+  Engine other(options());
+  Var v = other.new_var();
+  Graph g = other.capture([&] { other.push([](RunContext&) {}, {}, {v}); });
+  EXPECT_THROW(engine.replay(g), std::invalid_argument);
+  Graph empty;
+  EXPECT_THROW(engine.replay(empty), std::invalid_argument);
+  EXPECT_THROW((void)empty.size(), std::invalid_argument);
+}
+
+TEST_P(GraphRules, ReplayAfterAnOutsideVariableWasDeletedThrows) {
+  Engine engine(options());
+  Var a = engine.new_var("a"), b = engine.new_var("b");
+  int runs = 0;
+  Graph g = engine.capture([&] {
+    engine.push([&](RunContext&) { ++runs; }, {}, {b});
+    engine.push([&](RunContext&) { ++runs; }, {a}, {b});
+  });
+  engine.delete_var(a);
+  EXPECT_THROW(engine.replay(g), std::invalid_argument);
+  engine.wait_all();
+  EXPECT_EQ(runs, 0);  // nothing of it was pushed
+}
+
+TEST_P(GraphRules, ErrorsPropagateAsForPushedOpsAndTheGraphStaysUsable) {
+  Engine engine(options());
+  Var a = engine.new_var("a"), b = engine.new_var("b"), c = engine.new_var("c");
+  bool fail = true;
+  int b_runs = 0, c_runs = 0;
+  Graph g = engine.capture([&] {
+    engine.push([&](RunContext&) { if (fail) throw std::runtime_error("boom"); }, {}, {a});
+    engine.push([&](RunContext&) { ++b_runs; }, {a}, {b});  // skipped: reads a failed variable
+    engine.push([&](RunContext&) { ++c_runs; }, {}, {c});   // independent: runs
+  });
+  engine.replay(g);
+  EXPECT_THROW(engine.wait_to_read(b), std::runtime_error);
+  EXPECT_THROW(engine.wait_to_read(a), std::runtime_error);
+  engine.wait_to_read(c);
+  EXPECT_EQ(b_runs, 0);
+  EXPECT_EQ(c_runs, 1);
+  engine.wait_all();  // reported already
+  fail = false;
+  engine.replay(g);
+  engine.wait_all();
+  EXPECT_EQ(b_runs, 1);
+  EXPECT_EQ(c_runs, 2);
+}
+
+TEST_P(GraphRules, AFailedOutsideInputSkipsOnlyTheOpsThatTouchIt) {
+  Engine engine(options());
+  Var in = engine.new_var("in"), x = engine.new_var("x"), y = engine.new_var("y");
+  int x_runs = 0, y_runs = 0;
+  Graph g = engine.capture([&] {
+    engine.push([&](RunContext&) { ++x_runs; }, {in}, {x});
+    engine.push([&](RunContext&) { ++y_runs; }, {}, {y});
+  });
+  engine.push([](RunContext&) { throw std::runtime_error("input failed"); }, {}, {in});
+  engine.replay(g);
+  try {
+    engine.wait_to_read(x);
+    ADD_FAILURE() << "x should carry the input's error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "input failed");
+  }
+  engine.wait_to_read(y);
+  EXPECT_EQ(x_runs, 0);
+  EXPECT_EQ(y_runs, 1);
+  EXPECT_THROW(engine.wait_all(), std::runtime_error);  // `in` itself is still unreported
+}
+
+TEST_P(GraphRules, AFailureOnTheGraphsOwnVariablesIsReportedByWaitAll) {
+  Engine engine(options());
+  Graph g = engine.capture([&] {
+    Var t = engine.new_var();
+    engine.push([](RunContext&) { throw std::runtime_error("inside"); }, {}, {t});
+  });
+  engine.replay(g);
+  EXPECT_THROW(engine.wait_all(), std::runtime_error);
+  engine.wait_all();
+}
+
+TEST_P(GraphRules, DestroyingAGraphWhileItsReplaysAreInFlightIsSafe) {
+  Engine engine(options());
+  Var v = engine.new_var();
+  std::atomic<int> runs{0};
+  // The naive engine runs this at once: it holds nothing back there.
+  std::atomic<bool> go{GetParam() == EngineKind::Naive};
+  engine.push([&](RunContext&) { while (!go.load()) std::this_thread::yield(); }, {}, {v});
+  {
+    Graph g = engine.capture([&] {
+      Var own = engine.new_var();
+      engine.push([&](RunContext&) { ++runs; }, {v}, {own});
+      engine.push([&](RunContext&) { ++runs; }, {own}, {});
+    });
+    for (int i = 0; i < 10; ++i) engine.replay(g);
+  }  // destroyed here, its replays still waiting for v
+  go = true;
+  engine.wait_all();
+  EXPECT_EQ(runs.load(), 20);
+}
+
+TEST_P(GraphRules, WideGraphsDestroyedWithReplaysInFlightRunEveryNodeOnce) {
+  // Wide enough for helpers to share the ready nodes, destroyed at once.
+  Engine engine({.kind = GetParam(), .cpu_threads = 4, .read_environment = false});
+  constexpr int kWidth = 300, kReplays = 40;
+  Var in = engine.new_var("in");
+  std::vector<std::atomic<int>> counts(kWidth);
+  std::atomic<int> joins{0};
+  for (int round = 0; round < 3; ++round) {
+    Graph g = engine.capture([&] {
+      std::vector<Var> mids;
+      for (int i = 0; i < kWidth; ++i) {
+        mids.push_back(engine.new_var());
+        engine.push([&, i](RunContext&) { counts[i].fetch_add(1); }, {in}, {mids.back()});
+      }
+      engine.push([&](RunContext&) { joins.fetch_add(1); }, mids, {});
+      for (Var m : mids) engine.delete_var(m);
+    });
+    for (int r = 0; r < kReplays; ++r) engine.replay(g);
+  }
+  engine.wait_all();
+  for (int i = 0; i < kWidth; ++i) ASSERT_EQ(counts[i].load(), 3 * kReplays) << i;
+  EXPECT_EQ(joins.load(), 3 * kReplays);
+}
+
+TEST_P(GraphRules, AGraphIsMovableAndPrintsAsDot) {
+  Engine engine(options());
+  Var a = engine.new_var("a"), b = engine.new_var("b");
+  Graph g = engine.capture([&] {
+    engine.push([](RunContext&) {}, {}, {a}, {.name = "produce"});
+    engine.push([](RunContext&) {}, {a}, {b}, {.name = "consume"});
+  });
+  Graph moved = std::move(g);
+  EXPECT_THROW((void)g.size(), std::invalid_argument);  // NOLINT(bugprone-use-after-move)
+  const std::string dot = moved.to_dot();
+  EXPECT_NE(dot.find("digraph"), std::string::npos);
+  EXPECT_NE(dot.find("produce"), std::string::npos);
+  EXPECT_NE(dot.find("op0 -> op1"), std::string::npos);
+  EXPECT_NE(dot.find("label=\"b\""), std::string::npos);
+}
+
+TEST_P(GraphRules, ReplaysFromSeveralThreadsAtOnceChain) {
+  Engine engine(options());
+  Var v = engine.new_var();
+  long total = 0;
+  Graph g = engine.capture([&] {
+    for (int i = 0; i < 10; ++i) engine.push([&](RunContext&) { ++total; }, {}, {v});
+  });
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 100; ++i) engine.replay(g);
+    });
+  }
+  for (auto& t : threads) t.join();
+  engine.wait_to_read(v);
+  EXPECT_EQ(total, 4000);
+}
+
+TEST_P(GraphRules, AsyncOpsInsideAGraphReplay) {
+  Engine engine(options());
+  Var v = engine.new_var();
+  int x = 0;
+  Graph g = engine.capture([&] {
+    engine.push_async([&](RunContext&, Completion done) { x += 1; done(); }, {}, {v});
+    engine.push([&](RunContext&) { x *= 3; }, {}, {v});
+  });
+  engine.replay(g);
+  engine.replay(g);
+  engine.wait_to_read(v);
+  EXPECT_EQ(x, 12);
+}
+
+TEST_P(GraphRules, DeviceOpsInAGraphReplayInOrder) {
+  Engine engine(options());
+  add_emulated_device(engine, 0, {.compute_streams = 2});
+  Var a = engine.new_var("a"), b = engine.new_var("b");
+  std::vector<int> log;
+  std::mutex log_mutex;
+  auto note = [&](int what) {
+    std::lock_guard lock(log_mutex);
+    log.push_back(what);
+  };
+  const PushOptions on_device{.device = Device::emulated(0)};
+  Graph g = engine.capture([&] {
+    engine.push([&](RunContext&) { note(1); }, {}, {a});
+    engine.push([&](RunContext&) { note(2); }, {a}, {b}, on_device);  // after 1
+    engine.push([&](RunContext&) { note(3); }, {b}, {a});             // after 2
+  });
+  for (int i = 0; i < 5; ++i) {
+    engine.replay(g);
+    engine.push([&](RunContext&) { note(0); }, {a, b}, {});
+  }
+  engine.wait_all();
+  std::vector<int> expected;
+  for (int i = 0; i < 5; ++i) expected.insert(expected.end(), {1, 2, 3, 0});
+  EXPECT_EQ(log, expected);
+}
+
+TEST_P(GraphRules, AGraphOnOneEmulatedDeviceIsOneLaunchPerReplay) {
+  Engine engine(options());
+  std::atomic<int> launches{0}, replay_launches{0};
+  add_emulated_device(engine, 0,
+                      {.compute_streams = 2, .on_launch = [&](std::string_view name, const EmulatedStream&) {
+                         ++launches;
+                         if (name == "graph replay") ++replay_launches;
+                       }});
+  Var a = engine.new_var("a"), b = engine.new_var("b");
+  std::vector<int> log;  // written by ops ordered through a and b only
+  const PushOptions on_device{.device = Device::emulated(0)};
+  Graph g = engine.capture([&] {
+    engine.push([&](RunContext& ctx) { log.push_back(ctx.stream != nullptr ? 1 : -1); }, {}, {a}, on_device);
+    engine.push([&](RunContext&) { log.push_back(2); }, {a}, {b}, on_device);
+    engine.push([&](RunContext&) { log.push_back(3); }, {b}, {a}, on_device);
+  });
+  for (int i = 0; i < 5; ++i) {
+    engine.push([&](RunContext&) { log.push_back(0); }, {}, {a, b});
+    engine.replay(g);
+  }
+  engine.wait_all();
+  std::vector<int> expected;
+  for (int i = 0; i < 5; ++i) expected.insert(expected.end(), {0, 1, 2, 3});
+  EXPECT_EQ(log, expected);
+  if (GetParam() == EngineKind::Threaded) {
+    EXPECT_EQ(replay_launches.load(), 5);  // one launch per replay, not one per op
+    EXPECT_EQ(launches.load(), 5);
+  } else {
+    EXPECT_EQ(launches.load(), 15);  // the naive engine pushes each op again
+  }
+}
+
+TEST_P(GraphRules, ErrorsOfAGraphOnOneEmulatedDeviceFollowTheOps) {
+  Engine engine(options());
+  add_emulated_device(engine, 0, {.compute_streams = 2});
+  const PushOptions on_device{.device = Device::emulated(0)};
+  Var in = engine.new_var("in"), a = engine.new_var("a"), b = engine.new_var("b"), c = engine.new_var("c");
+  int b_runs = 0, c_runs = 0, from_in = 0;
+  Graph g = engine.capture([&] {
+    engine.push([](RunContext&) { throw std::runtime_error("device op failed"); }, {}, {a}, on_device);
+    engine.push([&](RunContext&) { ++b_runs; }, {a}, {b}, on_device);  // skipped
+    engine.push([&](RunContext&) { ++c_runs; }, {}, {c}, on_device);   // runs
+    engine.push([&](RunContext&) { ++from_in; }, {in}, {}, on_device);  // skipped when `in` failed
+  });
+  engine.replay(g);
+  EXPECT_THROW(engine.wait_to_read(b), std::runtime_error);
+  EXPECT_THROW(engine.wait_to_read(a), std::runtime_error);
+  engine.wait_to_read(c);
+  EXPECT_EQ(b_runs, 0);
+  EXPECT_EQ(c_runs, 1);
+  engine.wait_all();
+  EXPECT_EQ(from_in, 1);
+  // A failed outside input, written on the device just before the replay.
+  engine.push([](RunContext&) { throw std::runtime_error("input failed"); }, {}, {in}, on_device);
+  engine.replay(g);
+  EXPECT_THROW(engine.wait_to_read(b), std::runtime_error);
+  engine.wait_to_read(c);
+  EXPECT_EQ(c_runs, 2);
+  EXPECT_EQ(from_in, 1);
+  EXPECT_THROW(engine.wait_all(), std::runtime_error);  // `in` and `a`, not reported yet
+}
+
+TEST_P(GraphRules, IndependentOpsOfAGraphAllRunEachReplay) {
+  Engine engine(options());
+  constexpr int kOps = 500;
+  std::vector<Var> vars;
+  std::vector<int> counts(kOps, 0);
+  for (int i = 0; i < kOps; ++i) vars.push_back(engine.new_var());
+  Graph g = engine.capture([&] {
+    for (int i = 0; i < kOps; ++i) engine.push([&, i](RunContext&) { ++counts[i]; }, {}, {vars[i]});
+  });
+  EXPECT_EQ(g.dependencies(), 0u);
+  for (int r = 0; r < 7; ++r) engine.replay(g);
+  engine.wait_all();
+  for (int i = 0; i < kOps; ++i) ASSERT_EQ(counts[i], 7) << i;
+}
+
+TEST_P(GraphRules, BlockingCallsInsideAReplayedOpThrow) {
+  Engine engine(options());
+  Var v = engine.new_var(), w = engine.new_var();
+  bool threw = false;
+  Graph g = engine.capture([&] {
+    engine.push([&](RunContext&) {
+      try {
+        engine.wait_to_read(w);
+      } catch (const std::logic_error&) {
+        threw = true;
+      }
+    }, {}, {v});
+  });
+  engine.replay(g);
+  engine.wait_all();
+  EXPECT_TRUE(threw);
+}
+
+}  // namespace
+}  // namespace depengine
