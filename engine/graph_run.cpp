@@ -9,7 +9,7 @@ namespace depengine::detail {
 
 namespace {
 // What a node run by the counters sees: the CPU, no stream.
-const RunContext kCpuContext{.device = Device::cpu()};
+const RunContext kCpuContext{.device = Device::cpu(), .name = {}};
 }  // namespace
 
 void GraphRun::start(const OpBlock& replay_op, const std::shared_ptr<GraphData>& graph, Completion done) {
