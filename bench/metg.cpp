@@ -25,7 +25,6 @@
 #include <oneapi/tbb/flow_graph.h>
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/task_arena.h>
-#include <sched.h>
 
 #include <algorithm>
 #include <chrono>
@@ -41,6 +40,8 @@
 #include <vector>
 
 #include <depengine/engine.h>
+
+#include "sync/usable_cores.h"
 
 namespace {
 
@@ -158,12 +159,6 @@ const std::map<std::string, std::function<double(const Graph&, int)>>& systems()
   return all;
 }
 
-int usable_cores() {
-  cpu_set_t mask;
-  if (sched_getaffinity(0, sizeof mask, &mask) == 0) return std::max(1, CPU_COUNT(&mask));
-  return std::max(1u, std::thread::hardware_concurrency());
-}
-
 // Seconds per kernel iteration on one thread, the best of several timings.
 double seconds_per_iteration() {
   constexpr long kIterations = 20'000'000;
@@ -209,7 +204,7 @@ std::vector<std::string> split(const std::string& text) {
 int main(int argc, char** argv) {
   CLI::App app("metg: minimum effective task granularity (50% efficiency) on Task Bench's stencil_1d, for "
                "depengine, oneTBB's flow graph and OpenMP tasks in the same run");
-  const int cores = usable_cores();
+  const int cores = depengine::detail::usable_cores();
   int width = cores, workers = cores, steps = 1000, runs = 5;
   double max_us = 200, min_us = 0.05, ratio = std::sqrt(2.0);
   std::string system_list = "depengine,tbb_flow_graph,omp_task", json_path;

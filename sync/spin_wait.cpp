@@ -1,23 +1,16 @@
 #include "sync/spin_wait.h"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <thread>
 
 #include "sync/cpu_relax.h"
 #include "sync/tuning.h"
+#include "sync/usable_cores.h"
 
 namespace depengine::detail {
 namespace {
 
 constexpr int kPausesPerRound = 16;  // about 0.2 µs: the clock costs a third of it
-
-int cores_of_process() {
-  cpu_set_t mask;
-  if (sched_getaffinity(0, sizeof mask, &mask) == 0) return std::max(1, CPU_COUNT(&mask));
-  return std::max(1u, std::thread::hardware_concurrency());
-}
 
 }  // namespace
 
@@ -61,7 +54,7 @@ bool SpinnerSlots::try_take() {
 
 SpinnerSlots& SpinnerSlots::process() {
   // On a single core the thread waited for could only run in the spinner's place.
-  static const int cores = cores_of_process();
+  static const int cores = usable_cores();
   static SpinnerSlots slots(cores == 1 ? 0 : cores);
   return slots;
 }

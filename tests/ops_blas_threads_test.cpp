@@ -12,13 +12,14 @@
 #include <depengine/tensor.h>
 
 #include "ops/cpu/blas_threads.h"
+#include "sync/usable_cores.h"
 #include "tests/support/message_of.h"
 
 namespace depengine {
 namespace {
 
 using ops::detail::blas_threads_for;
-using ops::detail::usable_cores;
+using detail::usable_cores;
 
 // Runs one small GEMM on `engine` and returns OpenBLAS's thread count after it.
 int blas_threads_after_a_gemm(Engine& engine) {

@@ -1,14 +1,14 @@
 #include "ops/cpu/blas_threads.h"
 
 #include <cblas.h>
-#include <sched.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <mutex>
 #include <stdexcept>
 #include <string>
-#include <thread>
+
+#include "sync/usable_cores.h"
 
 namespace depengine::ops::detail {
 namespace {
@@ -34,15 +34,9 @@ int blas_threads_for(int cores, int cpu_workers) {
   return std::max(1, std::max(cores, 1) / std::max(cpu_workers, 1));
 }
 
-int usable_cores() {
-  cpu_set_t mask;
-  if (sched_getaffinity(0, sizeof mask, &mask) == 0) return std::max(1, CPU_COUNT(&mask));
-  return std::max(1u, std::thread::hardware_concurrency());
-}
-
 int blas_threads_for_engine(int cpu_workers) {
   if (const int fixed = blas_threads_from_environment()) return fixed;
-  static const int cores = usable_cores();
+  static const int cores = depengine::detail::usable_cores();
   return blas_threads_for(cores, cpu_workers);
 }
 

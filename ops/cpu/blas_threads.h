@@ -10,9 +10,6 @@ namespace depengine::ops::detail {
 // max(1, cores / cpu_workers).
 int blas_threads_for(int cores, int cpu_workers);
 
-// The cores this process may run on (its CPU affinity mask).
-int usable_cores();
-
 // The thread count for a GEMM pushed to an engine with `cpu_workers`
 // workers: DEPENGINE_BLAS_THREADS when set, else blas_threads_for(usable
 // cores, cpu_workers). A bad DEPENGINE_BLAS_THREADS throws
