@@ -206,8 +206,8 @@ void measure(benchmark::State& state, std::size_t ops, RunOnce&& run_once) {
   state.counters["ns_per_op"] = total_ns / static_cast<double>(total_ops);
 }
 
-void run_engine(benchmark::State& state, Workload (*make)(int), EngineKind kind, bool batch_pushes) {
-  const Workload& w = workload(make);
+// Every iteration pushes the ops of `w` and waits for them.
+void push_workload(benchmark::State& state, const Workload& w, EngineKind kind, bool batch_pushes) {
   const int threads = static_cast<int>(state.range(0));
   Engine engine({.kind = kind, .cpu_threads = threads, .read_environment = false, .batch_pushes = batch_pushes});
   std::vector<Var> vars;
@@ -219,6 +219,10 @@ void run_engine(benchmark::State& state, Workload (*make)(int), EngineKind kind,
     }
     engine.wait_all();
   });
+}
+
+void run_engine(benchmark::State& state, Workload (*make)(int), EngineKind kind, bool batch_pushes) {
+  push_workload(state, workload(make), kind, batch_pushes);
 }
 
 void run_tbb_flow_graph(benchmark::State& state, Workload (*make)(int)) {

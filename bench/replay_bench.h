@@ -39,18 +39,7 @@ void run_engine_replay(benchmark::State& state, Workload (*make)(int), EngineKin
 }
 
 void run_engine_eager(benchmark::State& state, Workload (*make)(int), EngineKind kind) {
-  const Workload& w = graph_workload(make);
-  const int threads = static_cast<int>(state.range(0));
-  Engine engine({.kind = kind, .cpu_threads = threads, .read_environment = false});
-  std::vector<Var> vars;
-  for (int i = 0; i < w.num_vars; ++i) vars.push_back(engine.new_var());
-  const OpAccesses<Var> accesses(w, [&](int v, bool) { return vars[v]; });
-  measure(state, w.ops.size(), [&] {
-    for (std::size_t i = 0; i < accesses.ops(); ++i) {
-      engine.push([](RunContext&) {}, accesses.reads(i), accesses.writes(i));
-    }
-    engine.wait_all();
-  });
+  push_workload(state, graph_workload(make), kind, /*batch_pushes=*/true);
 }
 
 void run_tbb_flow_graph_rerun(benchmark::State& state, Workload (*make)(int)) {

@@ -17,6 +17,7 @@
 #include "bench/depbench/ideal.h"
 #include "bench/depbench/kernels.h"
 #include "bench/depbench/scenarios/common.h"
+#include "bench/depbench/scenarios/digits.h"
 #include "bench/depbench/scenarios/scenarios.h"
 #include "examples/data_parallel.h"
 
@@ -26,11 +27,6 @@ namespace {
 namespace ex = depengine::examples;
 
 constexpr int kReplicas = 4;
-
-const ex::Dataset& training_data() {
-  static const ex::Dataset data = ex::split(ex::load_digits_or_generate(), 0.2, 1).first;
-  return data;
-}
 
 class DataParallel final : public Scenario {
   static constexpr int kBaseEpochs = 3;

@@ -20,6 +20,7 @@
 #include "bench/depbench/ideal.h"
 #include "bench/depbench/kernels.h"
 #include "bench/depbench/scenarios/common.h"
+#include "bench/depbench/scenarios/digits.h"
 #include "bench/depbench/scenarios/scenarios.h"
 #include "examples/mlp.h"
 
@@ -27,11 +28,6 @@ namespace depbench {
 namespace {
 
 namespace ex = depengine::examples;
-
-const ex::Dataset& training_data() {
-  static const ex::Dataset data = ex::split(ex::load_digits_or_generate(), 0.2, 1).first;
-  return data;
-}
 
 constexpr double kBaseEpochs = 20;
 constexpr std::int64_t kHidden = 32, kBatchRows = 16;
