@@ -6,6 +6,7 @@
 
 #include "engine/device_factory.h"
 #include "engine/graph_capture.h"
+#include "engine/graph_data.h"
 #include "engine/op_pool.h"
 #include "sync/wait_signal.h"
 
@@ -420,6 +421,21 @@ std::exception_ptr EngineCore::invoke(OpBlock* op, RunContext& ctx) {
   if (obs) [[unlikely]] obs->on_end(*op, ctx);
   if (op->kind == OpKind::Async) release_hold(op);
   return error;
+}
+
+void EngineCore::begin_stream_graph(OpBlock* op, const RunContext& ctx) {
+  if (detail::OpObserver* obs = observer()) [[unlikely]] obs->on_start(*op, ctx);
+  op->stream_graph->run.begin_on_streams(*op);
+}
+
+void EngineCore::run_stream_graph_node(OpBlock* op, std::uint32_t node, const RunContext& ctx) {
+  OperationScope scope(this);
+  op->stream_graph->run.run_on_stream(node, ctx);
+}
+
+void EngineCore::end_stream_graph(OpBlock* op, const RunContext& ctx) {
+  op->stream_graph->run.end_on_streams();
+  if (detail::OpObserver* obs = observer()) [[unlikely]] obs->on_end(*op, ctx);
 }
 
 void EngineCore::release_hold(OpBlock* op) {

@@ -86,6 +86,11 @@ class EngineCore {
   /// spins). Returns whether the engine gave it some.
   virtual bool on_cpu_spinning() { return false; }
   std::exception_ptr invoke(detail::OpBlock* op, RunContext& ctx);
+  /// A replay on one stream device run by the device itself (StreamGraph):
+  /// what invoke does around the function, around the nodes.
+  void begin_stream_graph(detail::OpBlock* op, const RunContext& ctx);
+  void run_stream_graph_node(detail::OpBlock* op, std::uint32_t node, const RunContext& ctx);
+  void end_stream_graph(detail::OpBlock* op, const RunContext& ctx);
   /// Completes an async op if `ticket` is still current; a stale ticket
   /// throws std::logic_error, or is ignored when `quiet`.
   void complete_async(detail::OpBlock* op, std::uint64_t ticket, std::exception_ptr error, bool quiet = false);

@@ -103,7 +103,7 @@ void GraphRecorder::compute_edges() {
       if (p == none || linked_to[p] == n) return;
       linked_to[p] = n;
       nodes[p].successors.push_back(n);
-      ++nodes[n].predecessors;
+      nodes[n].predecessors.push_back(p);
       ++graph_->edges;
     };
     for (const GraphAccess& a : nodes[n].accesses) {
@@ -122,7 +122,7 @@ void GraphRecorder::compute_edges() {
       readers[a.var].clear();
       last_writer[a.var] = n;
     }
-    if (nodes[n].predecessors == 0) graph_->roots.push_back(n);
+    if (nodes[n].predecessors.empty()) graph_->roots.push_back(n);
   }
 }
 

@@ -46,7 +46,7 @@ struct GraphNode {
   std::vector<GraphAccess> accesses;
   std::uint32_t reads = 0;  // accesses[0, reads) are reads
   std::vector<std::uint32_t> successors;
-  std::uint32_t predecessors = 0;
+  std::vector<std::uint32_t> predecessors;
 };
 
 struct GraphData {

@@ -68,6 +68,7 @@ void EngineCore::replay(const std::shared_ptr<GraphData>& graph, const PushOptio
   } else {
     op = make_replay_op(*graph, options, OpKind::Sync, graph->device);
     op->fn = [graph, op](RunContext& ctx) { graph->run.run_in_order(*op, ctx); };
+    op->stream_graph = graph.get();
   }
   if (stall_watch_) [[unlikely]] stall_watch_->pushed(*op);
   submit(op);

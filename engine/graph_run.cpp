@@ -39,7 +39,7 @@ void GraphRun::prepare(const OpBlock& replay_op) {
     max_helpers_ = std::max(0, graph_.engine->cpu_threads() - 1);
   }
   for (std::size_t i = 0; i < n; ++i) {
-    pending_[i].store(static_cast<std::int32_t>(graph_.nodes[i].predecessors), std::memory_order_relaxed);
+    pending_[i].store(static_cast<std::int32_t>(graph_.nodes[i].predecessors.size()), std::memory_order_relaxed);
   }
   if (errors_to_clear_) {
     std::fill(var_error_.begin(), var_error_.end(), nullptr);
@@ -80,7 +80,7 @@ void GraphRun::drain(Stack& stack, const std::shared_ptr<GraphData>* graph) {
     ++completed;
     for (std::uint32_t s : graph_.nodes[index].successors) {
       // A node with one predecessor is released by it alone: no count to share.
-      if (graph_.nodes[s].predecessors == 1 || pending_[s].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      if (graph_.nodes[s].predecessors.size() == 1 || pending_[s].fetch_sub(1, std::memory_order_acq_rel) == 1) {
         stack.push_back(s);
       }
     }

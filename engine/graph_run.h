@@ -14,8 +14,10 @@
 // the error on; the variables' errors start from those the replay op was
 // granted with and end in the variables it writes.
 //
-// Of plain ops on one stream device (run_in_order): the nodes in push order,
-// on the replay op's stream, with the same per-node errors.
+// Of plain ops on one stream device: run_in_order runs the nodes in push
+// order on the replay op's stream; a device that spreads them over its
+// streams (StreamGraph) calls begin_on_streams, run_on_stream per node after
+// its predecessors, then end_on_streams. The same per-node errors either way.
 //
 // One run per graph at a time: the replays of a graph serialise on its
 // sequence variable (GraphData::sequence_var).
@@ -47,6 +49,12 @@ class GraphRun {
   /// Runs every node once, in recorded order, on this thread with `ctx`
   /// (the replay op's, on the nodes' stream device): one launch for all.
   void run_in_order(const OpBlock& replay_op, RunContext& ctx);
+
+  void begin_on_streams(const OpBlock& replay_op) { prepare(replay_op); }
+  /// Safe on several threads at once for nodes whose predecessors have run:
+  /// nodes that touch one variable are ordered by the graph's edges.
+  void run_on_stream(std::uint32_t index, const RunContext& ctx) { run_node(index, ctx); }
+  void end_on_streams() { file_errors(); }
 
  private:
   using Stack = std::vector<std::uint32_t>;

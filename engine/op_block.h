@@ -21,6 +21,7 @@ class EngineCore;
 
 namespace depengine::detail {
 
+struct GraphData;
 struct OpBlock;
 struct VarState;
 class WaitSignal;
@@ -96,8 +97,8 @@ struct alignas(64) OpBlock {
   std::atomic<bool> input_failed{false};
   bool has_error = false;  // `error` is set (read without touching its line)
   bool drops_failure = false;  // a Delete of a helper variable (Engine::delete_helper_var)
-  // A graph replay (Async): not skipped when an input failed, since its
-  // nodes that do not touch the failed variable still run (GraphRun).
+  // A graph replay: not skipped when an input failed, since its nodes that
+  // do not touch the failed variable still run (GraphRun).
   bool runs_graph = false;
   // Entries, sorted by variable address (the lock order).
   std::vector<Entry> entries;
@@ -115,6 +116,7 @@ struct alignas(64) OpBlock {
   WaitSignal* signal = nullptr;
   std::string name;
   Fence launch_fence;  // set by ReadyOp::launched
+  GraphData* stream_graph = nullptr;  // a replay on one stream device (ReadyOp::stream_graph)
   // Completion ticket: odd while a Completion may complete the op, so that a
   // second call (or a call on a recycled block) is detected.
   std::atomic<std::uint64_t> ticket{0};
@@ -163,6 +165,7 @@ struct alignas(64) OpBlock {
     for (std::vector<Fence>& f : entry_fences) f.clear();
     fences.clear();
     launch_fence = Fence{};
+    stream_graph = nullptr;
   }
 };
 

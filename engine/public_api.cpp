@@ -9,6 +9,7 @@
 #include "depengine/engine.h"
 #include "depengine/executor.h"
 #include "engine/engine_core.h"
+#include "engine/graph_data.h"
 #include "engine/op_block.h"
 #include "engine/environment_profile.h"
 
@@ -127,6 +128,23 @@ void ReadyOp::launched(Fence fence) const {
 }
 
 void ReadyOp::complete(std::exception_ptr error) const { op_->engine->on_completed(op_, std::move(error)); }
+
+StreamGraph ReadyOp::stream_graph() const { return op_->stream_graph ? StreamGraph(op_) : StreamGraph(); }
+
+// ---------------------------------------------------------------- StreamGraph
+
+std::uint32_t StreamGraph::size() const { return static_cast<std::uint32_t>(op_->stream_graph->nodes.size()); }
+OpProperty StreamGraph::property(std::uint32_t node) const { return op_->stream_graph->nodes.at(node).property; }
+int StreamGraph::priority(std::uint32_t node) const { return op_->stream_graph->nodes.at(node).priority; }
+std::span<const std::uint32_t> StreamGraph::predecessors(std::uint32_t node) const {
+  return op_->stream_graph->nodes.at(node).predecessors;
+}
+void StreamGraph::begin(const RunContext& ctx) const { op_->engine->begin_stream_graph(op_, ctx); }
+void StreamGraph::run(std::uint32_t node, const RunContext& ctx) const {
+  if (node >= size()) throw std::out_of_range("depengine: StreamGraph::run of node " + std::to_string(node));
+  op_->engine->run_stream_graph_node(op_, node, ctx);
+}
+void StreamGraph::end(const RunContext& ctx) const { op_->engine->end_stream_graph(op_, ctx); }
 
 void ReadyOp::run_and_complete(RunContext& ctx) const {
   const bool async = is_async();

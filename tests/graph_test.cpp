@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -432,6 +433,67 @@ TEST_P(GraphRules, AGraphOnOneEmulatedDeviceIsOneLaunchPerReplay) {
   } else {
     EXPECT_EQ(launches.load(), 15);  // the naive engine pushes each op again
   }
+}
+
+TEST_P(GraphRules, AGraphOnOneEmulatedDeviceKeepsItsStreams) {
+  Engine engine(options());
+  std::atomic<int> launches{0};
+  add_emulated_device(engine, 0, {.compute_streams = 2, .on_launch = [&](std::string_view, const EmulatedStream&) {
+                                    ++launches;
+                                  }});
+  // Two chains of three, joined, then copied: each node notes its stream.
+  Var x = engine.new_var("x"), y = engine.new_var("y"), z = engine.new_var("z"), w = engine.new_var("w");
+  int vx = 0, vy = 0, vz = 0, vw = 0;
+  std::vector<int> stream_of(8, -1);
+  const PushOptions on_device{.device = Device::emulated(0)};
+  Graph g = engine.capture([&] {
+    for (int i = 0; i < 3; ++i) {
+      engine.push([&, i](RunContext& ctx) { vx += 1, stream_of[i] = ctx.stream_index; }, {}, {x}, on_device);
+      engine.push([&, i](RunContext& ctx) { vy += 10, stream_of[3 + i] = ctx.stream_index; }, {}, {y}, on_device);
+    }
+    engine.push([&](RunContext& ctx) { vz = vx + vy, stream_of[6] = ctx.stream_index; }, {x, y}, {z}, on_device);
+    engine.push([&](RunContext& ctx) { vw = vz, stream_of[7] = ctx.stream_index; }, {z}, {w},
+                {.device = Device::emulated(0), .property = OpProperty::CopyToDevice});
+  });
+  for (int i = 0; i < 4; ++i) engine.replay(g);
+  engine.wait_to_read(w);
+  EXPECT_EQ(vw, 4 * 33);
+  if (GetParam() == EngineKind::Naive) return;  // pushed op by op: nothing to place
+  EXPECT_EQ(launches.load(), 4 * 3);  // per replay: one task on each stream used, not one per node
+  EXPECT_EQ(stream_of[0], stream_of[1]);  // a chain stays on its stream
+  EXPECT_EQ(stream_of[0], stream_of[2]);
+  EXPECT_EQ(stream_of[3], stream_of[4]);
+  EXPECT_EQ(stream_of[3], stream_of[5]);
+  EXPECT_NE(stream_of[0], stream_of[3]);  // independent chains spread over the compute streams
+  EXPECT_LT(stream_of[0], 2);
+  EXPECT_LT(stream_of[3], 2);
+  EXPECT_LT(stream_of[6], 2);
+  EXPECT_EQ(stream_of[7], 2);  // 2 compute streams, then the host-to-device copy stream
+}
+
+TEST_P(GraphRules, IndependentNodesOfAGraphOnOneEmulatedDeviceRunAtOnce) {
+  if (GetParam() == EngineKind::Naive) GTEST_SKIP() << "the naive engine runs a replay's ops one by one, inline";
+  Engine engine(options());
+  add_emulated_device(engine, 0, {.compute_streams = 2});
+  Var a = engine.new_var("a"), b = engine.new_var("b");
+  std::atomic<bool> second_ran{false};
+  bool first_saw_second = false;
+  const PushOptions on_device{.device = Device::emulated(0)};
+  Graph g = engine.capture([&] {
+    // Recorded first, yet it waits for the second: only two streams at once
+    // let it see it (on one stream it gives up after 10 s and the test fails).
+    engine.push(
+        [&](RunContext&) {
+          const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+          while (!second_ran.load() && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+          first_saw_second = second_ran.load();
+        },
+        {}, {a}, on_device);
+    engine.push([&](RunContext&) { second_ran = true; }, {}, {b}, on_device);
+  });
+  engine.replay(g);
+  engine.wait_all();
+  EXPECT_TRUE(first_saw_second);
 }
 
 TEST_P(GraphRules, ErrorsOfAGraphOnOneEmulatedDeviceFollowTheOps) {

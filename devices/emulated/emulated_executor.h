@@ -5,8 +5,17 @@
 // EmulatedEvent; the task waits for the events of its predecessors, runs the
 // operation (or skips it if a predecessor failed), reports the completion
 // and signals its event.
+//
+// A replayed graph (StreamGraph) is one launch too: its nodes are placed on
+// streams by the same rule, and each stream it uses gets one task that runs
+// its nodes in recorded order, each after its predecessors on other streams
+// (fork: the first node's task begins the replay; join: the last task to
+// finish ends it and reports the completion).
 
+#include <condition_variable>
+#include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "depengine/emulated_device.h"
@@ -33,6 +42,10 @@ class EmulatedExecutor final : public Executor {
   static void launch(void* self, ReadyOp op) noexcept;
   void run(ReadyOp op, StreamThread& stream, const std::shared_ptr<EmulatedEvent>& done);
   static void report_completion(ReadyOp op, EmulatedEvent& done);
+
+  struct GraphLaunch;
+  void launch_graph(ReadyOp op, StreamGraph graph);
+  void run_graph_part(GraphLaunch& launch, StreamThread& stream);
 
   const Device device_;
   const EmulatedDeviceOptions options_;

@@ -45,6 +45,8 @@ namespace detail {
 struct OpBlock;
 }
 
+class StreamGraph;
+
 /// Marks the end of work enqueued on one stream of a stream device. The
 /// engine copies fences around without looking inside; `event` keeps the
 /// device's event alive (and out of its pool) while any copy exists.
@@ -87,12 +89,49 @@ class ReadyOp {
   /// `invoke` then `complete` (or only `invoke` for async operations): what a
   /// device that runs operations on host threads does.
   void run_and_complete(RunContext& ctx) const;
+  /// The replay of a captured graph whose operations all sit on this device
+  /// (see StreamGraph); empty for every other operation.
+  StreamGraph stream_graph() const;
 
   explicit ReadyOp(detail::OpBlock* op) : op_(op) {}
   detail::OpBlock* block() const { return op_; }
 
  private:
   detail::OpBlock* op_;
+};
+
+/// One replay of a captured graph (graph.h) whose operations are all plain
+/// pushes on one stream device, handed to that device as a single operation.
+/// `invoke` runs the nodes in recorded order on one stream; a device that
+/// keeps the graph's multi-stream structure runs them itself instead:
+///
+///   begin(ctx)                  once, after the op's fences, before any node
+///   run(node, ctx)              each node once, after all its predecessors,
+///                               on the stream the device picks for it
+///   end(ctx)                    once, after every node, before `complete()`
+///
+/// Nodes whose predecessors have all run may run at once on several streams.
+/// A node whose inputs failed is skipped by `run` and passes the failure on;
+/// the nodes' failures reach the variables at `end`, so the op itself
+/// completes without an error.
+class StreamGraph {
+ public:
+  StreamGraph() = default;
+  explicit operator bool() const { return op_ != nullptr; }
+  /// Nodes, in recorded order (an order their dependencies allow).
+  std::uint32_t size() const;
+  OpProperty property(std::uint32_t node) const;
+  int priority(std::uint32_t node) const;
+  /// Earlier nodes this one must run after.
+  std::span<const std::uint32_t> predecessors(std::uint32_t node) const;
+  void begin(const RunContext& ctx) const;
+  void run(std::uint32_t node, const RunContext& ctx) const;
+  void end(const RunContext& ctx) const;
+
+  explicit StreamGraph(detail::OpBlock* op) : op_(op) {}
+
+ private:
+  detail::OpBlock* op_ = nullptr;
 };
 
 class Executor {
