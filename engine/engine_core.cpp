@@ -305,7 +305,7 @@ void EngineCore::record(detail::GraphRecorder* recorder, OpBlock* op, OpFn&& fn,
 
 void EngineCore::delete_var(Var var, ReleaseFn release, bool drop_failure) {
   if (detail::GraphRecorder* recorder = detail::GraphRecorder::active_for(this)) [[unlikely]] {
-    return recorder->deleted(var, std::move(release));
+    return recorder->deleted(var, std::move(release), drop_failure);
   }
   delete_var_now(var, std::move(release), drop_failure);
 }

@@ -20,7 +20,7 @@ GraphRecorder::~GraphRecorder() {
   t_active = nullptr;
   for (OutsideDeletion& d : outside_deletions_) {
     try {
-      engine_->delete_var_now(d.var, std::move(d.release));
+      engine_->delete_var_now(d.var, std::move(d.release), d.drop_failure);
     } catch (...) {
       // Deleted meanwhile by another thread: what was asked is done.
     }
@@ -43,7 +43,7 @@ void GraphRecorder::created(Var var, VarState* state) {
   graph_->vars[index].inside = true;
 }
 
-void GraphRecorder::deleted(Var var, ReleaseFn&& release) {
+void GraphRecorder::deleted(Var var, ReleaseFn&& release, bool drop_failure) {
   VarState* state = engine_->vars_.find(var);
   auto it = state != nullptr ? index_of_.find(state) : index_of_.end();
   if (state == nullptr || state->delete_pushed.load(std::memory_order_acquire)) {
@@ -55,12 +55,13 @@ void GraphRecorder::deleted(Var var, ReleaseFn&& release) {
       if (d.var == var) throw std::invalid_argument("depengine: delete_var of a variable already deleted");
     }
     std::string label = state->name.empty() ? "#" + std::to_string(state->slot) : "'" + state->name + "'";
-    outside_deletions_.push_back({var, std::move(release), std::move(label)});
+    outside_deletions_.push_back({var, std::move(release), drop_failure, std::move(label)});
     return;
   }
   GraphVar& v = graph_->vars[it->second];
   if (v.deleted_in_body) throw std::invalid_argument("depengine: delete_var of a variable already deleted");
   v.deleted_in_body = true;
+  v.drops_failure = drop_failure;
   v.release = std::move(release);
 }
 

@@ -50,8 +50,9 @@ class GraphRecorder {
   /// The body deletes `var`: a variable of the graph's is released with the
   /// graph (with `release`). One made outside is deleted when the capture
   /// ends, and finish() then throws: the call may come from a destructor
-  /// (a tensor's), where an exception would end the program.
-  void deleted(Var var, ReleaseFn&& release);
+  /// (a tensor's), where an exception would end the program. Either
+  /// deletion keeps `drop_failure` (Engine::delete_helper_var).
+  void deleted(Var var, ReleaseFn&& release, bool drop_failure);
 
   /// Ends the recording: computes the dependencies and the replay op's lists.
   /// Throws std::invalid_argument when the body deleted an outside variable.
@@ -68,6 +69,7 @@ class GraphRecorder {
   struct OutsideDeletion {
     Var var;
     ReleaseFn release;
+    bool drop_failure;
     std::string label;  // for the error
   };
   std::vector<OutsideDeletion> outside_deletions_;

@@ -25,6 +25,7 @@ struct GraphVar {
   bool read = false;     // some op reads it
   bool written = false;  // some op writes it
   bool deleted_in_body = false;
+  bool drops_failure = false;  // deleted as a helper (Engine::delete_helper_var)
   ReleaseFn release;  // an inside variable's, given to delete_var in the body
 };
 

@@ -147,7 +147,7 @@ void EngineCore::release_graph(GraphData& graph) noexcept {
   for (detail::GraphVar& v : graph.vars) {
     if (!v.inside || !v.deleted_in_body) continue;
     try {
-      delete_var_now(v.var, std::move(v.release));
+      delete_var_now(v.var, std::move(v.release), v.drops_failure);
     } catch (...) {
       // Deleted already (a release that failed is filed by the deletion).
     }

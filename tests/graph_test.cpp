@@ -285,6 +285,22 @@ TEST_P(GraphRules, AFailureOnTheGraphsOwnVariablesIsReportedByWaitAll) {
   engine.wait_all();
 }
 
+TEST_P(GraphRules, AHelperVariableDeletedInTheBodyDropsItsFailureWithTheGraph) {
+  Engine engine(options());
+  Var out = engine.new_var("out");
+  {
+    Graph g = engine.capture([&] {
+      Var helper = engine.new_var("helper");
+      engine.push([](RunContext&) { throw std::runtime_error("step failed"); }, {}, {helper});
+      engine.push([](RunContext&) {}, {helper}, {out});  // skipped: marks out
+      engine.delete_helper_var(helper);
+    });
+    engine.replay(g);
+    EXPECT_THROW(engine.wait_to_read(out), std::runtime_error);
+  }  // the helper is deleted with the graph, as a helper: its mark went on to `out`
+  EXPECT_NO_THROW(engine.wait_all());
+}
+
 TEST_P(GraphRules, DestroyingAGraphWhileItsReplaysAreInFlightIsSafe) {
   Engine engine(options());
   Var v = engine.new_var();
