@@ -70,6 +70,16 @@ std::string html_report(const std::vector<ScenarioResult>& results, const Config
   }
 
   for (const ScenarioResult& r : results) {
+    if (r.name != "gradient_sync") continue;
+    const std::string chart = strategy_chart(r);
+    if (chart.empty()) continue;
+    h += "<h2>Gradient aggregation strategies</h2>\n<figure>" + chart +
+         "<figcaption>The same gradients summed by each strategy (medians of the runs); the red mark is the "
+         "strategy's ideal: the bytes its bottleneck link carries over the measured bandwidth of one copy "
+         "stream.</figcaption></figure>\n";
+  }
+
+  for (const ScenarioResult& r : results) {
     if (r.name != timeline || !r.trace) continue;
     h += "<h2>Timeline of one async run: " + xml_escape(r.name) + "</h2>\n<figure>" + timeline_chart(*r.trace) +
          "<figcaption>One row per CPU worker, frontend thread or device stream; hover an operation for its "
