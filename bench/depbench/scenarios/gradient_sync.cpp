@@ -27,6 +27,7 @@
 
 #include "bench/depbench/scenarios/gradient_sync.h"
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <stdexcept>
@@ -59,10 +60,6 @@ std::vector<double> layer_counts(double size) {
   std::vector<double> counts;
   for (double b : base) counts.push_back(scaled_count(b, size));
   return counts;
-}
-
-float gradient_value(int rank, int layer, std::int64_t i) {
-  return static_cast<float>((i * 7 + layer * 13 + rank * 5) % 17) - 8.0f;
 }
 
 }  // namespace gradient_sync
@@ -127,13 +124,13 @@ class GradientSync final : public Scenario {
     for (std::size_t l = 0; l < layers.size(); ++l) {
       const std::int64_t n = layers[l];
       gradient_bytes += float_bytes(static_cast<double>(n));
-      reference[l].assign(static_cast<std::size_t>(n), 0.0f);
+      Floats& sum = reference[l];
+      sum.assign(static_cast<std::size_t>(n), 0.0f);
       for (int rank = 0; rank < k * processes; ++rank) {
-        for (std::int64_t i = 0; i < n; ++i) {
-          const float v = gs::gradient_value(rank, static_cast<int>(l), i);
-          reference[l][static_cast<std::size_t>(i)] += v;
-          if (rank / k == process) initial[rank % k][l].push_back(v);
-        }
+        Floats mine(static_cast<std::size_t>(n));
+        for (std::int64_t i = 0; i < n; ++i) mine[static_cast<std::size_t>(i)] = gs::gradient_value(rank, static_cast<int>(l), i);
+        for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += mine[i];
+        if (rank / k == process) initial[rank % k][l] = std::move(mine);
       }
     }
     std::vector<Grads> grads(k), received(k);  // received[j]: device j's gradients, on emulated:0
@@ -190,7 +187,6 @@ class GradientSync final : public Scenario {
     }
 
     double total = 0, ideal_total = 0;
-    std::uint64_t results_digest = digest(std::span<const float>{});
     for (Strategy& s : strategies) {
       if (!s.store_type.empty()) {
         depengine::KVStoreOptions options;
@@ -213,13 +209,15 @@ class GradientSync final : public Scenario {
       out.metrics[gs::metric(s.name, "vs_ideal")] = seconds / ideal;
       out.metrics[gs::metric(s.name, "bottleneck_mib")] = s.bottleneck_n * gradient_bytes / (1 << 20);
       out.metrics[gs::metric(s.name, "shared_memory_s")] = s.all_links_n * gradient_bytes / link_bandwidth;
-      out.metrics[gs::metric(s.name, "checksum")] = check(s.name, grads, reference, results_digest);
+      out.metrics[gs::metric(s.name, "checksum")] = check(e, s.name, grads, reference);
       total += seconds;
       ideal_total += ideal;
       store.reset();
     }
     out.seconds = total;
-    out.digest = results_digest;
+    // Every strategy's result equals the reference, element by element (or check threw).
+    out.digest = digest(std::span<const float>{});
+    for (const Floats& layer : reference) out.digest = digest(layer, out.digest);
     if (mode == Mode::sync) out.ideal_speedup = total / ideal_total;
     out.metrics["devices_per_process"] = k;
     out.metrics["processes"] = processes;
@@ -291,24 +289,47 @@ class GradientSync final : public Scenario {
     }
   }
 
-  // Every device must hold the exact sum; returns the sum of all elements
-  // read back and chains them into `digest_so_far`.
-  static double check(const std::string& strategy, const std::vector<Grads>& grads,
-                      const std::vector<Floats>& reference, std::uint64_t& digest_so_far) {
+  // Every device must hold the exact sum: each tensor is compared with the
+  // reference by an operation that reads it (no copies back). Returns the
+  // sum of every element compared.
+  static double check(depengine::Engine& e, const std::string& strategy, const std::vector<Grads>& grads,
+                      const std::vector<Floats>& reference) {
+    struct Found {
+      std::int64_t sum = 0;  // the values are small integers
+      std::int64_t first_wrong = -1;
+      float wrong_value = 0;
+    };
+    std::vector<std::vector<Found>> found(grads.size(), std::vector<Found>(reference.size()));
+    for (std::size_t d = 0; d < grads.size(); ++d) {
+      for (std::size_t l = 0; l < reference.size(); ++l) {
+        const Tensor& t = grads[d][l];
+        e.push(
+            [p = static_cast<const float*>(t.data()), &want = reference[l], &f = found[d][l]](depengine::RunContext&) {
+              const auto wrong = std::mismatch(want.begin(), want.end(), p);
+              if (wrong.first != want.end()) {
+                f.first_wrong = wrong.first - want.begin();
+                f.wrong_value = *wrong.second;
+              }
+              std::int64_t sum = 0;
+              for (std::size_t i = 0; i < want.size(); ++i) sum += static_cast<std::int64_t>(p[i]);
+              f.sum = sum;
+            },
+            {t.var()}, {}, {.name = "check against the reference"});
+      }
+    }
+    e.wait_all();
     double checksum = 0;
     for (std::size_t d = 0; d < grads.size(); ++d) {
-      for (std::size_t l = 0; l < grads[d].size(); ++l) {
-        const std::vector<float> got = grads[d][l].to_host<float>();
-        for (std::size_t i = 0; i < got.size(); ++i) {
-          if (got[i] != reference[l][i]) {
-            throw std::runtime_error("gradient_sync: " + strategy + " left " + std::to_string(got[i]) +
-                                     " at element " + std::to_string(i) + " of layer " + std::to_string(l) +
-                                     " on emulated:" + std::to_string(d) + ", not the sum " +
-                                     std::to_string(reference[l][i]));
-          }
-          checksum += got[i];
+      for (std::size_t l = 0; l < reference.size(); ++l) {
+        const Found& f = found[d][l];
+        if (f.first_wrong >= 0) {
+          throw std::runtime_error("gradient_sync: " + strategy + " left " + std::to_string(f.wrong_value) +
+                                   " at element " +
+                                   std::to_string(f.first_wrong) + " of layer " + std::to_string(l) + " on emulated:" +
+                                   std::to_string(d) + ", not the sum " +
+                                   std::to_string(reference[l][static_cast<std::size_t>(f.first_wrong)]));
         }
-        digest_so_far = digest(got, digest_so_far);
+        checksum += static_cast<double>(f.sum);
       }
     }
     return checksum;
