@@ -29,18 +29,19 @@ std::string gradient_sync_table(const ScenarioResult& r) {
       "GB/s (one copy stream, measured)\n",
       metric(r.sync, "devices_per_process"), metric(r.sync, "processes"), metric(r.sync, "gradient_mib"),
       metric(r.sync, "layers"), median_metric(r.async, "link_gbs"));
-  out += "  (medians of the runs; ideal: the bytes on the strategy's bottleneck link / the link's bandwidth; one "
-         "memory: the bytes of all its links / the same bandwidth, its bound where the links share one memory)\n";
-  out += format("  %-14s %10s %10s %10s %12s %15s %14s\n", "strategy", "sync s", "async s", "ideal s", "async/ideal",
-                "bottleneck MiB", "one memory s");
+  out += "  (medians of the runs; ideal: the bytes on the strategy's busiest link / the link's bandwidth; one "
+         "memory: the bytes of all its links at that bandwidth, what it costs where the links take turns on one "
+         "memory)\n";
+  out += format("  %-14s %10s %10s %10s %12s %15s %14s\n", "strategy", "sync ms", "async ms", "ideal ms",
+                "async/ideal", "bottleneck MiB", "one memory ms");
   for (const std::string& s : gs::strategies()) {
     if (!r.async.metric_runs.contains(gs::metric(s, "seconds"))) continue;
     const double async_s = median_metric(r.async, gs::metric(s, "seconds"));
     const double ideal_s = median_metric(r.async, gs::metric(s, "ideal_s"));
-    out += format("  %-14s %10.4f %10.4f %10.4f %11.2fx %15.2f %14.4f\n", s.c_str(),
-                  median_metric(r.sync, gs::metric(s, "seconds")), async_s, ideal_s, async_s / ideal_s,
-                  median_metric(r.async, gs::metric(s, "bottleneck_mib")),
-                  median_metric(r.async, gs::metric(s, "shared_memory_s")));
+    out += format("  %-14s %10.3f %10.3f %10.3f %11.2fx %15.2f %14.3f\n", s.c_str(),
+                  1e3 * median_metric(r.sync, gs::metric(s, "seconds")), 1e3 * async_s, 1e3 * ideal_s,
+                  async_s / ideal_s, median_metric(r.async, gs::metric(s, "bottleneck_mib")),
+                  1e3 * median_metric(r.async, gs::metric(s, "shared_memory_s")));
   }
   return out;
 }

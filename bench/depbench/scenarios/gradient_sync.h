@@ -18,8 +18,8 @@ const std::vector<std::string>& strategies();
 /// The metric of `strategy`: "seconds" (its time), "ideal_s" (bytes on its
 /// bottleneck link / link bandwidth), "vs_ideal" (seconds / ideal_s),
 /// "bottleneck_mib" (those bytes), "shared_memory_s" (the bytes of all its
-/// links together / link bandwidth: its bound where the links share one
-/// memory, as emulated devices and the processes of one machine do) or
+/// links together / link bandwidth: what it costs where the links take
+/// turns on one memory, as emulated devices on few cores do) or
 /// "checksum" (the sum of every element of every local device's
 /// aggregated gradients).
 std::string metric(const std::string& strategy, const std::string& what);
