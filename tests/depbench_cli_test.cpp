@@ -182,6 +182,9 @@ TEST(DepbenchCli, SizesBeyondTheMachineAreRefusedWithTheBound) {
       {"1e308", "overlap_copy_compute", "overlap_copy_compute: its matrix side would be", "1e+308"},
       // Fits an int (side 1024 * 10^4 / 16 * 16) but not the memory: 18 results of side^2 floats.
       {"1e12", "overlap_copy_compute", "of physical memory", "1e+12"},
+      {"1e308", "gradient_sync", "gradient_sync: its layer elements would be", "1e+308"},
+      // Its largest layer fits an int (1,048,576,000) but not the memory: 17 copies of 2.2e9 floats.
+      {"1000", "gradient_sync", "of physical memory", "1000"},
       {"1e6", "all", "frontend_backend: its ops per run would be", "1e+06"},
   };
   for (const Case& c : cases) {
