@@ -44,6 +44,13 @@ std::string line(double x1, double y1, double x2, double y2, const std::string& 
          style + "/>";
 }
 
+// The bar charts' legend, from `x`: a grey sync and a blue async bar, a red ideal mark.
+std::string sync_async_legend(double x, const std::string& ideal) {
+  return rect(x, 8, 12, 12, "#9e9e9e") + text(x + 16, 18, "sync") + rect(x + 60, 8, 12, 12, "#4e79a7") +
+         text(x + 76, 18, "async") + line(x + 130, 8, x + 130, 20, "stroke=\"#d62728\" stroke-width=\"2\"") +
+         text(x + 136, 18, ideal);
+}
+
 // A stable colour per op name.
 std::string colour(const std::string& name) {
   static const char* palette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
@@ -73,10 +80,7 @@ std::string speedup_bar_chart(const std::vector<ScenarioResult>& results) {
   const double label_w = 170, bar_w = 420, right_w = 150, row_h = 46, top = 30;
   const double width = label_w + bar_w + right_w, height = top + row_h * results.size() + 10;
   std::string s = svg_open(width, height, "speedup-chart", "Sync against async time per scenario");
-  s += rect(label_w, 8, 12, 12, "#9e9e9e") + text(label_w + 16, 18, "sync");
-  s += rect(label_w + 60, 8, 12, 12, "#4e79a7") + text(label_w + 76, 18, "async");
-  s += line(label_w + 130, 8, label_w + 130, 20, "stroke=\"#d62728\" stroke-width=\"2\"") +
-       text(label_w + 136, 18, "ideal async time");
+  s += sync_async_legend(label_w, "ideal async time");
   for (std::size_t i = 0; i < results.size(); ++i) {
     const ScenarioResult& r = results[i];
     const double y = top + row_h * i;
@@ -111,10 +115,7 @@ std::string strategy_chart(const ScenarioResult& r) {
   const double width = label_w + bar_w + right_w, height = top + row_h * shown.size() + 10;
   auto w = [&](double seconds) { return bar_w * seconds / longest; };
   std::string s = svg_open(width, height, "strategy-chart", "gradient_sync: each strategy's time and its ideal");
-  s += rect(label_w, 8, 12, 12, "#9e9e9e") + text(label_w + 16, 18, "sync");
-  s += rect(label_w + 60, 8, 12, 12, "#4e79a7") + text(label_w + 76, 18, "async");
-  s += line(label_w + 130, 8, label_w + 130, 20, "stroke=\"#d62728\" stroke-width=\"2\"") +
-       text(label_w + 136, 18, "ideal (bottleneck bytes / bandwidth)");
+  s += sync_async_legend(label_w, "ideal (bottleneck bytes / bandwidth)");
   for (std::size_t i = 0; i < shown.size(); ++i) {
     const std::string& name = shown[i];
     const double y = top + row_h * i;
