@@ -30,6 +30,8 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <optional>
+#include <span>
 #include <stdexcept>
 
 #include <depengine/comm.h>
@@ -100,7 +102,8 @@ class GradientSync final : public Scenario {
     // resets, the checks' reads, the stores' copies and parts (bounded by k^2 more).
     const double ops_per_layer = 3.0 * (2 * kDevices * (kDevices + 1) + 4 * kDevices) + kDevices * kDevices;
     // Per device: its gradients and their initial values; emulated:0's k - 1
-    // receive buffers; the stores' values; the reference and one read-back.
+    // receive buffers; the stores' values and buffers (at most 4 N); the
+    // reference and one rank's values while it is built.
     const double floats = elements * (2.0 * kDevices + (kDevices - 1) + 4 + 2);
     return {.int_counts = {{"layer elements", largest}},
             .ops = l * ops_per_layer * static_cast<double>(gs::strategies().size()),
