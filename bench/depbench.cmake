@@ -29,6 +29,7 @@ add_library(depbench_core STATIC
   depbench/scenarios/data_parallel.cpp
   depbench/scenarios/data_loading.cpp
   depbench/scenarios/frontend_backend.cpp
+  depbench/scenarios/gradient_sync.cpp
   depbench/scenarios/hybridize.cpp
   depbench/scenarios/overlap_copy_compute.cpp
   depbench/scenarios/roofline.cpp

@@ -51,7 +51,9 @@ Command run(const std::string& command) {
 Command depbench(const std::string& args) { return run(std::string(DEPBENCH_PATH) + " " + args); }
 
 const char* kScenarios[] = {"roofline", "frontend_backend", "auto_parallel", "overlap_copy_compute",
-                            "data_loading", "training_step", "hybridize", "data_parallel"};
+                            "data_loading", "training_step", "hybridize", "data_parallel", "gradient_sync"};
+// gradient_sync's strategies in one process.
+const char* kStrategies[] = {"one_device", "ring", "kvstore_local"};
 
 // A build with DEPENGINE_PROFILER_HOOKS=OFF has no profiler: no trace, no
 // timeline, and no ideal speedup for training_step and data_parallel
@@ -180,6 +182,9 @@ TEST(DepbenchCli, SizesBeyondTheMachineAreRefusedWithTheBound) {
       {"1e308", "overlap_copy_compute", "overlap_copy_compute: its matrix side would be", "1e+308"},
       // Fits an int (side 1024 * 10^4 / 16 * 16) but not the memory: 18 results of side^2 floats.
       {"1e12", "overlap_copy_compute", "of physical memory", "1e+12"},
+      {"1e308", "gradient_sync", "gradient_sync: its layer elements would be", "1e+308"},
+      // Its largest layer fits an int (1,048,576,000) but not the memory: 17 copies of 2.2e9 floats.
+      {"1000", "gradient_sync", "of physical memory", "1000"},
       {"1e6", "all", "frontend_backend: its ops per run would be", "1e+06"},
   };
   for (const Case& c : cases) {
@@ -243,6 +248,12 @@ TEST_F(DepbenchOutputs, TableOnStdoutProgressNotOnAPipe) {
   EXPECT_NE(run_.out.find("speedup"), std::string::npos);
   EXPECT_EQ(run_.out.find("DIFFER"), std::string::npos);
   EXPECT_TRUE(run_.err.empty()) << "stderr is not a terminal here, so no progress line: " << run_.err;
+  // gradient_sync's own table: one row per strategy, after its heading.
+  const std::size_t strategies = run_.out.find("\ngradient_sync: 4 emulated devices x 1 process(es)");
+  ASSERT_NE(strategies, std::string::npos) << run_.out;
+  for (const char* name : kStrategies) {
+    EXPECT_NE(run_.out.find("\n  " + std::string(name) + " ", strategies), std::string::npos) << name;
+  }
 }
 
 TEST_F(DepbenchOutputs, JsonHasOneSaneRecordPerScenarioAndMode) {
@@ -272,6 +283,19 @@ TEST_F(DepbenchOutputs, JsonHasOneSaneRecordPerScenarioAndMode) {
   }
   EXPECT_TRUE(by["roofline"]["sync"].at("ops").is_array());
   EXPECT_TRUE(by["frontend_backend"]["sync"].contains("blocker_us"));
+  for (const char* mode : {"sync", "async"}) {
+    const json& strategies = by["gradient_sync"][mode].at("strategies");
+    EXPECT_EQ(strategies.size(), std::size(kStrategies)) << strategies.dump();
+    for (const char* name : kStrategies) {
+      ASSERT_TRUE(strategies.contains(name)) << name << " in " << strategies.dump();
+      const json& s = strategies.at(name);
+      EXPECT_GT(s.at("seconds").get<double>(), 0) << name;
+      EXPECT_EQ(s.at("runs").size(), 1u) << name;
+      EXPECT_GT(s.at("ideal_seconds").get<double>(), 0) << name;
+      EXPECT_DOUBLE_EQ(s.at("vs_ideal").get<double>(), s.at("seconds").get<double>() / s.at("ideal_seconds").get<double>());
+      EXPECT_GT(s.at("bottleneck_mib").get<double>(), 0) << name;
+    }
+  }
 }
 
 TEST_F(DepbenchOutputs, ReportIsWellFormedWithItsCharts) {
@@ -297,10 +321,17 @@ TEST_F(DepbenchOutputs, ReportIsWellFormedWithItsCharts) {
   walk(xmlDocGetRootElement(doc));
   xmlFreeDoc(doc);
   if (kProfiler) {
-    EXPECT_EQ(svg_ids, (std::set<std::string>{"speedup-chart", "roofline-plot", "timeline-chart"}));
+    EXPECT_EQ(svg_ids, (std::set<std::string>{"speedup-chart", "roofline-plot", "strategy-chart", "timeline-chart"}));
   } else {
-    EXPECT_EQ(svg_ids, (std::set<std::string>{"speedup-chart", "roofline-plot"}));
+    EXPECT_EQ(svg_ids, (std::set<std::string>{"speedup-chart", "roofline-plot", "strategy-chart"}));
     EXPECT_NE(html.find("No timeline"), std::string::npos);
+  }
+  // gradient_sync's chart has a row for each strategy.
+  const std::size_t chart = html.find("<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"strategy-chart\"");
+  ASSERT_NE(chart, std::string::npos);
+  const std::string strategy_chart = html.substr(chart, html.find("</svg>", chart) - chart);
+  for (const char* name : kStrategies) {
+    EXPECT_NE(strategy_chart.find(">" + std::string(name) + "</text>"), std::string::npos) << name;
   }
   // Self-contained: nothing to fetch, no scripts.
   EXPECT_EQ(html.find("<script"), std::string::npos);
@@ -311,7 +342,10 @@ TEST_F(DepbenchOutputs, ReportIsWellFormedWithItsCharts) {
 TEST_F(DepbenchOutputs, TraceHasOneSlicePerOpAndNoOverlapOnAStream) {
   if (!kProfiler) GTEST_SKIP() << "no profiler in this build (DEPENGINE_PROFILER_HOOKS=OFF), so no trace";
   const json trace = json::parse(slurp(trace_path_));
-  std::map<int, std::multiset<std::uint64_t>> slices, pushes;  // op ids per process (scenario)
+  // Op ids per process; a scenario's processes are its host and its devices
+  // ("auto_parallel: host", "gradient_sync: emulated:0").
+  std::map<int, std::multiset<std::uint64_t>> slices, pushes;
+  std::map<int, std::string> scenario_of;
   std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> by_track;
   std::set<std::string> processes;
   for (const json& e : trace.at("traceEvents")) {
@@ -323,14 +357,23 @@ TEST_F(DepbenchOutputs, TraceHasOneSlicePerOpAndNoOverlapOnAStream) {
     } else if (e.at("ph") == "i" && e.at("cat") == "push") {
       pushes[pid].insert(e.at("args").at("id").get<std::uint64_t>());
     } else if (e.at("ph") == "M" && e.at("name") == "process_name") {
-      processes.insert(e.at("args").at("name"));
+      const std::string name = e.at("args").at("name");
+      processes.insert(name);
+      scenario_of[pid] = name.substr(0, name.find(": "));
     }
   }
   for (const char* name : kScenarios) EXPECT_TRUE(processes.count(std::string(name) + ": host")) << name;
   ASSERT_FALSE(slices.empty());
-  // Every op pushed in a traced run ran exactly once: one slice each.
-  for (const auto& [pid, ids] : pushes) {
-    EXPECT_EQ(slices[pid], ids) << "process " << pid;
+  std::map<std::string, std::multiset<std::uint64_t>> scenario_slices, scenario_pushes;
+  for (const auto& [pid, ids] : slices) {
+    ASSERT_TRUE(scenario_of.contains(pid)) << "process " << pid << " has no name";
+    scenario_slices[scenario_of[pid]].insert(ids.begin(), ids.end());
+  }
+  for (const auto& [pid, ids] : pushes) scenario_pushes[scenario_of[pid]].insert(ids.begin(), ids.end());
+  // Every op pushed in a traced run ran exactly once: one slice each, on
+  // its scenario's host or one of its devices.
+  for (const auto& [scenario, ids] : scenario_pushes) {
+    EXPECT_EQ(scenario_slices[scenario], ids) << scenario;
     EXPECT_EQ(std::set<std::uint64_t>(ids.begin(), ids.end()).size(), ids.size());
   }
   for (auto& [track, spans] : by_track) {
@@ -375,7 +418,7 @@ TEST_F(DepbenchOutputs, ChartsRenderInHeadlessChromium) {
   std::string id;
   double w, h;
   while (sizes >> id >> w >> h) rendered[id] = {w, h};
-  for (const char* chart : {"speedup-chart", "roofline-plot", "timeline-chart"}) {
+  for (const char* chart : {"speedup-chart", "roofline-plot", "strategy-chart", "timeline-chart"}) {
     if (!kProfiler && std::string(chart) == "timeline-chart") continue;
     ASSERT_TRUE(rendered.count(chart)) << chart;
     EXPECT_GT(rendered[chart].first, 0) << chart;

@@ -15,6 +15,7 @@
 #include "bench/depbench/harness.h"
 #include "bench/depbench/ideal.h"
 #include "bench/depbench/kernels.h"
+#include "bench/depbench/scenarios/gradient_sync.h"
 
 using namespace depbench;
 
@@ -111,7 +112,8 @@ TEST_P(Scenarios, CountsBeyondAnIntThrowInsteadOfWrapping) {
 
 INSTANTIATE_TEST_SUITE_P(All, Scenarios,
                          ::testing::Values("roofline", "frontend_backend", "auto_parallel", "overlap_copy_compute",
-                                           "data_loading", "training_step", "hybridize", "data_parallel"));
+                                           "data_loading", "training_step", "hybridize", "data_parallel",
+                                           "gradient_sync"));
 
 // The scenarios with device work, on emulated devices: same results, and the
 // traced run's device ops sit on the devices' stream tracks.
@@ -185,9 +187,12 @@ TEST(Scenarios, CpuOnlyScenariosStayOnTheCpu) {
     const std::string name = scenario->name();
     // hybridize measures the engine's cost per op, on the host.
     const bool measures_the_host = name == "roofline" || name == "frontend_backend" || name == "hybridize";
-    // data_parallel's communicator takes host memory only.
-    EXPECT_EQ(scenario->runs_on_device(cuda), !measures_the_host && name != "data_parallel") << name;
-    EXPECT_EQ(scenario->runs_on_device(emulated), !measures_the_host && name != "training_step") << name;
+    // data_parallel's communicator takes host memory only; gradient_sync's
+    // devices are emulated whatever --device says.
+    const bool own_devices = name == "gradient_sync";
+    EXPECT_EQ(scenario->runs_on_device(cuda), !measures_the_host && name != "data_parallel" && !own_devices) << name;
+    EXPECT_EQ(scenario->runs_on_device(emulated), !measures_the_host && name != "training_step" && !own_devices)
+        << name;
     EXPECT_FALSE(scenario->runs_on_device(cpu)) << name;
   }
 }
@@ -208,6 +213,51 @@ TEST(Scenarios, RooflineClassifiesEveryProbe) {
       EXPECT_EQ(op.at("bound"), intensity < balance ? "bandwidth" : "compute") << op.at("op");
     }
   }
+}
+
+// Every strategy leaves on every device the sum over all ranks, in both
+// modes: each strategy's checksum (the sum of every element it left on every
+// device) against one from a host reference built here, from the
+// scenario's documented layer sizes and gradient values.
+TEST(Scenarios, GradientSyncSumsTheSameGradientsByEveryStrategy) {
+  namespace gs = gradient_sync;
+  constexpr int kDevices = 4;
+  for (const auto& scenario : all_scenarios()) {
+    if (scenario->name() != "gradient_sync") continue;
+    double expected = 0;
+    const std::vector<double> layers = gs::layer_counts(tiny().size);
+    for (std::size_t l = 0; l < layers.size(); ++l) {
+      for (std::int64_t i = 0; i < static_cast<std::int64_t>(layers[l]); ++i) {
+        double sum = 0;
+        for (int rank = 0; rank < kDevices; ++rank) sum += gs::gradient_value(rank, static_cast<int>(l), i);
+        expected += kDevices * sum;  // every device holds the sum
+      }
+    }
+    ASSERT_NE(expected, 0) << "a reference that cannot tell a sum from zeros";
+    for (Mode mode : {Mode::sync, Mode::async}) {
+      const Outcome o = scenario->run(mode, tiny(), nullptr);
+      EXPECT_EQ(o.metrics.at("processes"), 1);
+      EXPECT_EQ(o.metrics.at("devices_per_process"), kDevices);
+      EXPECT_EQ(o.metrics.at("layers"), static_cast<double>(layers.size()));
+      for (const std::string& s : gs::strategies()) {
+        const bool in_one_process = s == "one_device" || s == "ring" || s == "kvstore_local";
+        ASSERT_EQ(o.metrics.contains(gs::metric(s, "checksum")), in_one_process) << s;
+        if (!in_one_process) continue;
+        EXPECT_EQ(o.metrics.at(gs::metric(s, "checksum")), expected) << s << " in " << to_string(mode);
+        EXPECT_GT(o.metrics.at(gs::metric(s, "seconds")), 0) << s;
+        EXPECT_GT(o.metrics.at(gs::metric(s, "ideal_s")), 0) << s;
+        EXPECT_GE(o.metrics.at(gs::metric(s, "shared_memory_s")), o.metrics.at(gs::metric(s, "ideal_s"))) << s;
+      }
+      // The chapter's link bytes, in units of one device's gradients (N):
+      // one device carries 2 (k - 1) N, a ring link 2 (k - 1) / k N.
+      const double n_mib = o.metrics.at("gradient_mib");
+      EXPECT_DOUBLE_EQ(o.metrics.at(gs::metric("one_device", "bottleneck_mib")), 2.0 * (kDevices - 1) * n_mib);
+      EXPECT_DOUBLE_EQ(o.metrics.at(gs::metric("ring", "bottleneck_mib")), 2.0 * (kDevices - 1) / kDevices * n_mib);
+      EXPECT_DOUBLE_EQ(o.metrics.at(gs::metric("kvstore_local", "bottleneck_mib")), (kDevices + 1.0) * n_mib);
+    }
+    return;
+  }
+  FAIL() << "no gradient_sync scenario";
 }
 
 // The ideal speedup follows the engine's ordering rules.

@@ -5,15 +5,17 @@
 #include <depengine/profiler.h>
 
 namespace depbench {
-namespace {
-
 double median(std::vector<double> v) {
+  if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-}  // namespace
+double median_metric(const ModeResult& m, const std::string& name) {
+  auto it = m.metric_runs.find(name);
+  return it == m.metric_runs.end() ? 0 : median(it->second);
+}
 
 ScenarioResult run_scenario(const Scenario& scenario, const Config& config, const depengine::TraceOptions* trace,
                             const ProgressFn& progress) {
@@ -31,6 +33,7 @@ ScenarioResult run_scenario(const Scenario& scenario, const Config& config, cons
       digests.push_back(o.digest);
       ModeResult& m = mode == Mode::sync ? r.sync : r.async;
       m.runs.push_back(o.seconds);
+      for (const auto& [name, value] : o.metrics) m.metric_runs[name].push_back(value);
       m.metrics = std::move(o.metrics);
       if (mode == Mode::sync) {
         ideals.push_back(o.ideal_speedup);

@@ -17,7 +17,13 @@ struct ModeResult {
   double seconds = 0;  // median of the runs
   std::vector<double> runs;
   std::map<std::string, double> metrics;  // of the last run
+  std::map<std::string, std::vector<double>> metric_runs;  // each metric's value in every run
 };
+
+/// The median of `values` (0 for none).
+double median(std::vector<double> values);
+/// The median over the runs of `m`'s metric `name` (0 where no run has it).
+double median_metric(const ModeResult& m, const std::string& name);
 
 struct ScenarioResult {
   std::string name, description, ideal_formula;

@@ -29,6 +29,20 @@ figcaption { color: #555; font-size: 0.9em; margin-top: 0.3em; }
 pre { background: #f6f6f6; padding: 0.8em; overflow-x: auto; }
 )";
 
+// A section with the chart `draw` makes of scenario `name`'s result; empty
+// when that scenario did not run or has nothing to draw.
+std::string scenario_figure(const std::vector<ScenarioResult>& results, const std::string& name,
+                            std::string (*draw)(const ScenarioResult&), const std::string& heading,
+                            const std::string& caption) {
+  for (const ScenarioResult& r : results) {
+    if (r.name != name) continue;
+    const std::string chart = draw(r);
+    if (chart.empty()) return "";
+    return "<h2>" + heading + "</h2>\n<figure>" + chart + "<figcaption>" + caption + "</figcaption></figure>\n";
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string html_report(const std::vector<ScenarioResult>& results, const Config& config, const std::string& timeline) {
@@ -59,15 +73,14 @@ std::string html_report(const std::vector<ScenarioResult>& results, const Config
        "<figcaption>Time of each mode, the sync bar full width; the red mark is the async time the ideal "
        "speedup allows.</figcaption></figure>\n";
 
-  for (const ScenarioResult& r : results) {
-    if (r.name != "roofline") continue;
-    const std::string plot = roofline_plot(r);
-    if (plot.empty()) continue;
-    h += "<h2>Roofline</h2>\n<figure>" + plot +
-         "<figcaption>Measured ceilings of one worker: the matrix product's peak, and the bandwidth of a large "
-         "copy or vector add. An op left of the balance point waits on memory; right of it, on "
-         "arithmetic.</figcaption></figure>\n";
-  }
+  h += scenario_figure(results, "roofline", roofline_plot, "Roofline",
+                       "Measured ceilings of one worker: the matrix product's peak, and the bandwidth of a large "
+                       "copy or vector add. An op left of the balance point waits on memory; right of it, on "
+                       "arithmetic.");
+  h += scenario_figure(results, "gradient_sync", strategy_chart, "Gradient aggregation strategies",
+                       "The same gradients summed by each strategy (medians of the runs); the red mark is the "
+                       "strategy's ideal: the bytes its bottleneck link carries over the measured bandwidth of "
+                       "one copy stream.");
 
   for (const ScenarioResult& r : results) {
     if (r.name != timeline || !r.trace) continue;

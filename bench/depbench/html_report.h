@@ -1,8 +1,8 @@
 #pragma once
 // --report: one self-contained HTML file (well-formed XHTML, inline SVG and
 // CSS, no scripts, nothing fetched): the summary table, a bar chart of sync
-// against async per scenario, the roofline plot, and the timeline of one
-// async run.
+// against async per scenario, the roofline plot, gradient_sync's strategies
+// against their ideals, and the timeline of one async run.
 
 #include <string>
 #include <vector>

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <map>
 
+#include "bench/depbench/scenarios/gradient_sync.h"
+
 namespace depbench {
 namespace {
 
@@ -42,6 +44,13 @@ std::string line(double x1, double y1, double x2, double y2, const std::string& 
          style + "/>";
 }
 
+// The bar charts' legend, from `x`: a grey sync and a blue async bar, a red ideal mark.
+std::string sync_async_legend(double x, const std::string& ideal) {
+  return rect(x, 8, 12, 12, "#9e9e9e") + text(x + 16, 18, "sync") + rect(x + 60, 8, 12, 12, "#4e79a7") +
+         text(x + 76, 18, "async") + line(x + 130, 8, x + 130, 20, "stroke=\"#d62728\" stroke-width=\"2\"") +
+         text(x + 136, 18, ideal);
+}
+
 // A stable colour per op name.
 std::string colour(const std::string& name) {
   static const char* palette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
@@ -71,10 +80,7 @@ std::string speedup_bar_chart(const std::vector<ScenarioResult>& results) {
   const double label_w = 170, bar_w = 420, right_w = 150, row_h = 46, top = 30;
   const double width = label_w + bar_w + right_w, height = top + row_h * results.size() + 10;
   std::string s = svg_open(width, height, "speedup-chart", "Sync against async time per scenario");
-  s += rect(label_w, 8, 12, 12, "#9e9e9e") + text(label_w + 16, 18, "sync");
-  s += rect(label_w + 60, 8, 12, 12, "#4e79a7") + text(label_w + 76, 18, "async");
-  s += line(label_w + 130, 8, label_w + 130, 20, "stroke=\"#d62728\" stroke-width=\"2\"") +
-       text(label_w + 136, 18, "ideal async time");
+  s += sync_async_legend(label_w, "ideal async time");
   for (std::size_t i = 0; i < results.size(); ++i) {
     const ScenarioResult& r = results[i];
     const double y = top + row_h * i;
@@ -89,6 +95,40 @@ std::string speedup_bar_chart(const std::vector<ScenarioResult>& results) {
     }
     s += text(label_w + bar_w + 8, y + 17, fixed(r.sync.seconds, 3) + " s");
     s += text(label_w + bar_w + 8, y + 35, fixed(r.async.seconds, 3) + " s  (" + fixed(r.speedup, 2) + "x)");
+  }
+  return s + "</svg>";
+}
+
+std::string strategy_chart(const ScenarioResult& r) {
+  namespace gs = gradient_sync;
+  std::vector<std::string> shown;
+  double longest = 0;
+  for (const std::string& s : gs::strategies()) {
+    if (!r.async.metric_runs.contains(gs::metric(s, "seconds"))) continue;
+    shown.push_back(s);
+    for (const ModeResult* m : {&r.sync, &r.async}) {
+      longest = std::max({longest, median_metric(*m, gs::metric(s, "seconds")), median_metric(*m, gs::metric(s, "ideal_s"))});
+    }
+  }
+  if (shown.empty() || longest <= 0) return "";
+  const double label_w = 130, bar_w = 460, right_w = 190, row_h = 46, top = 30;
+  const double width = label_w + bar_w + right_w, height = top + row_h * shown.size() + 10;
+  auto w = [&](double seconds) { return bar_w * seconds / longest; };
+  std::string s = svg_open(width, height, "strategy-chart", "gradient_sync: each strategy's time and its ideal");
+  s += sync_async_legend(label_w, "ideal (bottleneck bytes / bandwidth)");
+  for (std::size_t i = 0; i < shown.size(); ++i) {
+    const std::string& name = shown[i];
+    const double y = top + row_h * i;
+    const double sync_s = median_metric(r.sync, gs::metric(name, "seconds"));
+    const double async_s = median_metric(r.async, gs::metric(name, "seconds"));
+    const double ideal_s = median_metric(r.async, gs::metric(name, "ideal_s"));
+    s += text(0, y + 24, name);
+    s += rect(label_w, y + 4, w(sync_s), 16, "#9e9e9e", name + " sync: " + fixed(sync_s * 1e3, 2) + " ms");
+    s += rect(label_w, y + 22, w(async_s), 16, "#4e79a7", name + " async: " + fixed(async_s * 1e3, 2) + " ms");
+    s += line(label_w + w(ideal_s), y + 2, label_w + w(ideal_s), y + 40, "stroke=\"#d62728\" stroke-width=\"2\"");
+    s += text(label_w + bar_w + 8, y + 17, fixed(sync_s * 1e3, 2) + " ms sync");
+    s += text(label_w + bar_w + 8, y + 35,
+              fixed(async_s * 1e3, 2) + " ms async (" + fixed(async_s / ideal_s, 2) + "x ideal)");
   }
   return s + "</svg>";
 }

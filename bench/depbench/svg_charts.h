@@ -21,6 +21,10 @@ std::string speedup_bar_chart(const std::vector<ScenarioResult>& results);
 /// per-op table.
 std::string roofline_plot(const ScenarioResult& roofline);
 
+/// gradient_sync: per strategy its sync and async time as bars on one
+/// scale, with a mark at its bandwidth-based ideal. Empty without strategies.
+std::string strategy_chart(const ScenarioResult& gradient_sync);
+
 /// One row per track, one rectangle per op (colour by name, tooltip with
 /// details); at most `max_ops` ops are drawn, the earliest.
 std::string timeline_chart(const Trace& trace, std::size_t max_ops = 3000);

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "bench/depbench/scenarios/common.h"
+#include "bench/depbench/scenarios/gradient_sync.h"
 
 namespace depbench {
 namespace {
@@ -15,9 +16,34 @@ std::string format(const char* fmt, auto... args) {
   return buf;
 }
 
-double metric(const ModeResult& m, const char* name) {
+double metric(const ModeResult& m, const std::string& name) {
   auto it = m.metrics.find(name);
   return it == m.metrics.end() ? 0 : it->second;
+}
+
+// Per strategy: both modes' times, the ideal, how far async is from it.
+std::string gradient_sync_table(const ScenarioResult& r) {
+  namespace gs = gradient_sync;
+  std::string out = format(
+      "\ngradient_sync: %.0f emulated devices x %.0f process(es), %.2f MiB of gradients in %.0f layers, link %.2f "
+      "GB/s (one copy stream, measured)\n",
+      metric(r.sync, "devices_per_process"), metric(r.sync, "processes"), metric(r.sync, "gradient_mib"),
+      metric(r.sync, "layers"), median_metric(r.async, "link_gbs"));
+  out += "  (medians of the runs; ideal: the bytes on the strategy's busiest link / the link's bandwidth; one "
+         "memory: the bytes of all its links at that bandwidth, what it costs where the links take turns on one "
+         "memory)\n";
+  out += format("  %-14s %10s %10s %10s %12s %15s %14s\n", "strategy", "sync ms", "async ms", "ideal ms",
+                "async/ideal", "bottleneck MiB", "one memory ms");
+  for (const std::string& s : gs::strategies()) {
+    if (!r.async.metric_runs.contains(gs::metric(s, "seconds"))) continue;
+    const double async_s = median_metric(r.async, gs::metric(s, "seconds"));
+    const double ideal_s = median_metric(r.async, gs::metric(s, "ideal_s"));
+    out += format("  %-14s %10.3f %10.3f %10.3f %11.2fx %15.2f %14.3f\n", s.c_str(),
+                  1e3 * median_metric(r.sync, gs::metric(s, "seconds")), 1e3 * async_s, 1e3 * ideal_s,
+                  async_s / ideal_s, median_metric(r.async, gs::metric(s, "bottleneck_mib")),
+                  1e3 * median_metric(r.async, gs::metric(s, "shared_memory_s")));
+  }
+  return out;
 }
 
 }  // namespace
@@ -51,6 +77,8 @@ std::string summary_table(const std::vector<ScenarioResult>& results, const Conf
                       op["intensity"].get<double>(), op["gflops"].get<double>(), op["gbs"].get<double>(),
                       op["bound"].get<std::string>().c_str());
       }
+    } else if (r.name == "gradient_sync") {
+      out += gradient_sync_table(r);
     } else if (r.name == "frontend_backend") {
       out += format("\nfrontend_backend: one blocker costs %.1f us; a push %.2f us, the op itself %.2f us\n",
                     metric(r.sync, "blocker_us"), metric(r.sync, "push_us"), metric(r.sync, "op_us"));

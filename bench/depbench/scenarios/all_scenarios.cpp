@@ -15,6 +15,7 @@ std::vector<std::unique_ptr<Scenario>> all_scenarios() {
   all.push_back(make_training_step());
   all.push_back(make_hybridize());
   all.push_back(make_data_parallel());
+  all.push_back(make_gradient_sync());
   return all;
 }
 

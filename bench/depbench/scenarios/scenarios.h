@@ -15,5 +15,6 @@ std::unique_ptr<Scenario> make_data_loading();
 std::unique_ptr<Scenario> make_training_step();
 std::unique_ptr<Scenario> make_hybridize();
 std::unique_ptr<Scenario> make_data_parallel();
+std::unique_ptr<Scenario> make_gradient_sync();
 
 }  // namespace depbench
