@@ -27,7 +27,13 @@ struct Exchange {
   void* data = nullptr;
   /// allreduce, broadcast: elements of `data`; allgather: elements each
   /// process contributes; reduce_scatter: elements each process receives.
+  /// With `process_counts`: the elements of one rank.
   std::int64_t count = 0;
+  /// allgather (optional), reduce_scatter: how many ranks (local tensors)
+  /// each process has, one entry per process, filled by an earlier exchange
+  /// before this one is started. Process q then contributes or receives
+  /// process_counts[q] x count elements.
+  const std::int32_t* process_counts = nullptr;
   DType dtype = DType::float32;
   int root = 0;
   /// Equal on every process for the same collective in the same place.

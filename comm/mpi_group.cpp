@@ -155,6 +155,9 @@ struct BucketInFlight {
   MPI_Request ring_requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
   std::vector<std::byte> scratch;
   int tag_base = 0;
+  // allgather and reduce_scatter by process counts: each process's elements
+  // and where they begin, alive until MPI is done.
+  std::vector<int> counts, displacements;
 };
 
 class MpiGroup final : public ProcessGroup {
@@ -350,8 +353,8 @@ class MpiGroup final : public ProcessGroup {
       if (received.signatures[i] == kConflict) {
         return comm_error(members[i].exchange,
                           "the processes disagree on this collective (its kind, dtype, element count, number "
-                          "of local tensors, reduce op or root differ): the tensors differ between processes, "
-                          "or the processes pushed their collectives in different orders");
+                          "of ranks its shapes give, reduce op or root differ): the tensors differ between "
+                          "processes, or the processes pushed their collectives in different orders");
       }
     }
     const std::uint64_t failed = ~received.healthy;
@@ -403,7 +406,7 @@ class MpiGroup final : public ProcessGroup {
       b.tag_base = static_cast<int>(rings_started_++ % static_cast<std::uint64_t>(tag_limit_ / per_ring)) * per_ring;
       rc = post_ring_step(b);
     } else if (members.size() == 1) {
-      rc = issue(head, b.request);
+      rc = issue(head, b);
     } else {
       rc = MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(bytes / dtype_size(head.dtype)), mpi_type(head.dtype),
                           MPI_SUM, data_, &b.request);
@@ -417,18 +420,32 @@ class MpiGroup final : public ProcessGroup {
     buckets_.push_back(std::move(b));
   }
 
-  int issue(const Exchange& e, MPI_Request& request) {
+  int issue(const Exchange& e, BucketInFlight& b) {
     const int count = static_cast<int>(e.count);
     const MPI_Datatype type = mpi_type(e.dtype);
+    MPI_Request& request = b.request;
+    if (e.process_counts != nullptr) {
+      // The communicator checked that these fit MPI's int counts.
+      int at = 0;
+      for (int q = 0; q < size_; ++q) {
+        b.counts.push_back(e.process_counts[q] * count);
+        b.displacements.push_back(at);
+        at += b.counts.back();
+      }
+    }
     switch (e.kind) {
       case Exchange::Kind::allreduce:
         return MPI_Iallreduce(MPI_IN_PLACE, e.data, count, type, MPI_SUM, data_, &request);
       case Exchange::Kind::broadcast:
         return MPI_Ibcast(e.data, count, type, e.root, data_, &request);
       case Exchange::Kind::allgather:
+        if (e.process_counts != nullptr) {
+          return MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, e.data, b.counts.data(), b.displacements.data(),
+                                 type, data_, &request);
+        }
         return MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, e.data, count, type, data_, &request);
       case Exchange::Kind::reduce_scatter:
-        return MPI_Ireduce_scatter_block(e.input, e.data, count, type, MPI_SUM, data_, &request);
+        return MPI_Ireduce_scatter(e.input, e.data, b.counts.data(), type, MPI_SUM, data_, &request);
       case Exchange::Kind::barrier:
         return MPI_Ibarrier(data_, &request);
     }
