@@ -390,6 +390,15 @@ TEST(CommMpi, RankCountsThatDoNotMatchTheShapesFailOnEveryProcess) {
     expect_failure(out[0], expected);
     expect_failure(scattered[0], expected);
   }
+  // Shapes that hold no whole number of ranks, or fewer than this process
+  // gives, are rejected at push on the process that has them.
+  Tensor x = Tensor::full(*engine, {3}, 1.0, DType::float32, Device::emulated(0));
+  Tensor y = Tensor::full(*engine, {3}, 1.0, DType::float32, Device::emulated(1));
+  EXPECT_THROW(comm.allgather({x}, {Tensor::zeros(*engine, {7}, DType::float32)}), std::invalid_argument);
+  EXPECT_THROW(comm.allgather({x, y}, {Tensor::zeros(*engine, {3}, DType::float32),
+                                       Tensor::zeros(*engine, {3}, DType::float32)}),
+               std::invalid_argument);
+  EXPECT_THROW(comm.reduce_scatter({Tensor::zeros(*engine, {8}, DType::float32)}, {x}), std::invalid_argument);
   std::vector<Tensor> t;
   for (int j = 0; j < local; ++j) t.push_back(Tensor::full(*engine, {5}, 1.0, DType::float32, Device::emulated(j)));
   comm.allreduce(t);
