@@ -55,6 +55,19 @@ double reduced(double sum, ReduceOp op, int ranks, DType dtype) {
   return sum * (1.0 / ranks);
 }
 
+// Every tensor holds the sum (or mean) over `ranks` ranks of value_at(r, i, salt).
+void expect_allreduced(const std::vector<Tensor>& tensors, int ranks, ReduceOp op, DType dtype, int salt,
+                       const std::string& what) {
+  for (std::size_t j = 0; j < tensors.size(); ++j) {
+    const auto got = tensors[j].to_host<double>();
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      double sum = 0;
+      for (int r = 0; r < ranks; ++r) sum += value_at(r, static_cast<std::int64_t>(i), salt);
+      ASSERT_EQ(got[i], reduced(sum, op, ranks, dtype)) << what << ", local " << j << ", element " << i;
+    }
+  }
+}
+
 TEST(CommMpi, WorldSpansTheLaunchedProcesses) {
   Engine engine;
   Communicator comm = Communicator::world(engine);
@@ -80,15 +93,7 @@ TEST(CommMpi, AllreduceOverProcessesAndLocalDevices) {
             t.push_back(produced_late(*engine, p * local + j, n, dtype, Device::emulated(j), 0, {}));
           }
           comm.allreduce(t, op);
-          for (int j = 0; j < local; ++j) {
-            const auto got = t[static_cast<std::size_t>(j)].to_host<double>();
-            for (std::int64_t i = 0; i < n; ++i) {
-              double sum = 0;
-              for (int r = 0; r < ranks; ++r) sum += value_at(r, i, 0);
-              ASSERT_EQ(got[static_cast<std::size_t>(i)], reduced(sum, op, ranks, dtype))
-                  << local << " local, n " << n << ", element " << i;
-            }
-          }
+          expect_allreduced(t, ranks, op, dtype, 0, std::to_string(local) + " local, n " + std::to_string(n));
         }
       }
     }
@@ -307,15 +312,7 @@ TEST(CommMpi, EveryCollectiveWithUnequalLocalCounts) {
       for (ReduceOp op : {ReduceOp::sum, ReduceOp::mean}) {
         std::vector<Tensor> t = inputs_of(n, dtype, 1);
         comm.allreduce(t, op);
-        for (int j = 0; j < local; ++j) {
-          const auto got = t[static_cast<std::size_t>(j)].to_host<double>();
-          for (std::int64_t i = 0; i < n; ++i) {
-            double sum = 0;
-            for (int r = 0; r < ranks; ++r) sum += value_at(r, i, 1);
-            ASSERT_EQ(got[static_cast<std::size_t>(i)], reduced(sum, op, ranks, dtype))
-                << "allreduce, n " << n << ", local " << j << ", element " << i;
-          }
-        }
+        expect_allreduced(t, ranks, op, dtype, 1, "allreduce, n " + std::to_string(n));
       }
       for (int root = 0; root < processes; ++root) {
         std::vector<Tensor> t = inputs_of(n, dtype, 2 + root);
