@@ -19,7 +19,10 @@
 // point-to-point messages on `ring_` instead (reduce-scatter, then
 // allgather, over one chunk per process): Open MPI's MPI_Iallreduce reaches
 // less than half the bandwidth of its blocking MPI_Allreduce on large
-// buffers, the ring about all of it (docs/distributed.md).
+// buffers, the ring about all of it (docs/distributed.md). The ring works
+// on the members' own buffers, unpacked: a chunk that spans several members
+// goes as one message of an MPI datatype of their pieces, which saves
+// copying every fused byte in and out of a packed buffer.
 //
 // The thread sleeps on a condition variable while nothing is in flight
 // (after a short spin, so back-to-back collectives do not pay a wake-up).
@@ -139,20 +142,30 @@ struct MetaInFlight {
   Clock::time_point started;
 };
 
+// One member's data on the ring: `count` elements from `data`, the
+// elements [first, first + count) of the bucket.
+struct RingSegment {
+  char* data;
+  std::int64_t first, count;
+};
+
 struct BucketInFlight {
   std::vector<Waiting> members;
-  std::vector<std::byte> packed;  // several members: their data, end to end
+  std::vector<std::byte> packed;  // several members, not on the ring: their data, end to end
   MPI_Request request = MPI_REQUEST_NULL;
   Clock::time_point started;
-  // Around the ring: the buffer (the member's data, or `packed`), the step
-  // under way (of 2 (P - 1)), its receive and send, where reduce-scatter
-  // steps receive, and the tags of its messages.
+  // Around the ring: the members' data, one after the other, as one buffer
+  // of `ring_count` elements (not packed: a chunk that spans several members
+  // travels as an MPI datatype of their pieces), the step under way (of
+  // 2 (P - 1)), its receive and send and the datatypes they use, where
+  // reduce-scatter steps receive, and the tags of its messages.
   bool ring = false;
-  void* ring_data = nullptr;
+  std::vector<RingSegment> ring_segments;
   std::int64_t ring_count = 0;
   DType ring_dtype = DType::float32;
   int step = 0;
   MPI_Request ring_requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  MPI_Datatype ring_types[2] = {MPI_DATATYPE_NULL, MPI_DATATYPE_NULL};
   std::vector<std::byte> scratch;
   int tag_base = 0;
   // allgather and reduce_scatter by process counts: each process's elements
@@ -379,12 +392,12 @@ class MpiGroup final : public ProcessGroup {
     BucketInFlight b;
     b.started = Clock::now();
     const Exchange& head = members.front().exchange;
-    // Several members travel packed end to end in one buffer.
+    std::size_t bytes = 0;
+    for (const Waiting& w : members) bytes += w.exchange.bytes();
+    const bool ring = head.kind == Exchange::Kind::allreduce && bytes >= kRingAboveBytes;
+    // Off the ring, several members travel packed end to end in one buffer.
     void* data = head.data;
-    std::size_t bytes = head.bytes();
-    if (members.size() > 1) {
-      bytes = 0;
-      for (const Waiting& w : members) bytes += w.exchange.bytes();
+    if (members.size() > 1 && !ring) {
       b.packed.resize(bytes);
       std::size_t at = 0;
       for (const Waiting& w : members) {
@@ -394,11 +407,15 @@ class MpiGroup final : public ProcessGroup {
       data = b.packed.data();
     }
     int rc;
-    if (head.kind == Exchange::Kind::allreduce && bytes >= kRingAboveBytes) {
+    if (ring) {
       b.ring = true;
-      b.ring_data = data;
       b.ring_dtype = head.dtype;
-      b.ring_count = static_cast<std::int64_t>(bytes / dtype_size(head.dtype));
+      for (const Waiting& w : members) {
+        if (w.exchange.count > 0) {
+          b.ring_segments.push_back({static_cast<char*>(w.exchange.data), b.ring_count, w.exchange.count});
+        }
+        b.ring_count += w.exchange.count;
+      }
       b.scratch.resize((static_cast<std::size_t>(b.ring_count) / static_cast<std::size_t>(size_) + 1) *
                        dtype_size(head.dtype));
       // Unique among the rings in flight: they start in the same order everywhere.
@@ -412,6 +429,7 @@ class MpiGroup final : public ProcessGroup {
                           MPI_SUM, data_, &b.request);
     }
     if (rc != MPI_SUCCESS) {
+      free_ring_types(b);
       return fail_members(members, comm_error(head, "MPI failed to start it: " + mpi_error_text(rc)));
     }
     exchanges_started_.fetch_add(members.size(), std::memory_order_relaxed);
@@ -457,27 +475,73 @@ class MpiGroup final : public ProcessGroup {
     return static_cast<std::int64_t>(c) * b.ring_count / size_;
   }
 
+  // Elements [begin, end) of a ring bucket as the buffer, count and
+  // datatype of one message: the member's data where they lie in one
+  // member, else an MPI datatype of the pieces in each (absolute addresses
+  // from MPI_BOTTOM), kept in `type` until the message is done.
+  struct Span {
+    void* data;
+    int count;
+    MPI_Datatype type;
+  };
+  Span span_of(const BucketInFlight& b, std::int64_t begin, std::int64_t end, MPI_Datatype& type) const {
+    const MPI_Datatype element = mpi_type(b.ring_dtype);
+    const auto size = static_cast<std::int64_t>(dtype_size(b.ring_dtype));
+    std::vector<int> lengths;
+    std::vector<MPI_Aint> addresses;
+    char* only = nullptr;
+    for (const RingSegment& g : b.ring_segments) {
+      const std::int64_t from = std::max(begin, g.first), to = std::min(end, g.first + g.count);
+      if (from >= to) continue;
+      only = g.data + (from - g.first) * size;
+      MPI_Aint address = 0;
+      MPI_Get_address(only, &address);
+      lengths.push_back(static_cast<int>(to - from));
+      addresses.push_back(address);
+    }
+    if (lengths.size() <= 1) return {only, lengths.empty() ? 0 : lengths[0], element};
+    MPI_Type_create_hindexed(static_cast<int>(lengths.size()), lengths.data(), addresses.data(), element, &type);
+    MPI_Type_commit(&type);
+    return {MPI_BOTTOM, 1, type};
+  }
+
+  // Calls f(data, first, count) for the pieces of elements [begin, end)
+  // that lie in each member: `first` counts from `begin`.
+  template <class F>
+  void for_each_piece(const BucketInFlight& b, std::int64_t begin, std::int64_t end, F&& f) const {
+    const auto size = static_cast<std::int64_t>(dtype_size(b.ring_dtype));
+    for (const RingSegment& g : b.ring_segments) {
+      const std::int64_t from = std::max(begin, g.first), to = std::min(end, g.first + g.count);
+      if (from < to) f(g.data + (from - g.first) * size, from - begin, to - from);
+    }
+  }
+
+  void free_ring_types(BucketInFlight& b) {
+    for (MPI_Datatype& t : b.ring_types) {
+      if (t != MPI_DATATYPE_NULL) MPI_Type_free(&t);
+    }
+  }
+
   // Posts step `b.step` of the ring: in reduce-scatter step s a process
   // sends chunk (rank - s) to its right and receives chunk (rank - s - 1)
   // from its left, to add into its own; in allgather step s it sends the
   // reduced chunk (rank + 1 - s) and receives chunk (rank - s) in place.
   int post_ring_step(BucketInFlight& b) {
+    free_ring_types(b);
     const int p = size_, steps_per_phase = p - 1;
     const bool reducing = b.step < steps_per_phase;
     const int s = reducing ? b.step : b.step - steps_per_phase;
     const int send_chunk = (rank_ - s + (reducing ? 0 : 1) + 2 * p) % p;
     const int recv_chunk = (rank_ - s - (reducing ? 1 : 0) + 2 * p) % p;
-    const auto size = static_cast<std::int64_t>(dtype_size(b.ring_dtype));
-    char* data = static_cast<char*>(b.ring_data);
-    const std::int64_t recv_count = chunk_begin(b, recv_chunk + 1) - chunk_begin(b, recv_chunk);
-    const std::int64_t send_count = chunk_begin(b, send_chunk + 1) - chunk_begin(b, send_chunk);
-    void* into = reducing ? static_cast<void*>(b.scratch.data()) : data + chunk_begin(b, recv_chunk) * size;
+    const Span into = reducing ? Span{b.scratch.data(),
+                                      static_cast<int>(chunk_begin(b, recv_chunk + 1) - chunk_begin(b, recv_chunk)),
+                                      mpi_type(b.ring_dtype)}
+                               : span_of(b, chunk_begin(b, recv_chunk), chunk_begin(b, recv_chunk + 1), b.ring_types[0]);
+    const Span from = span_of(b, chunk_begin(b, send_chunk), chunk_begin(b, send_chunk + 1), b.ring_types[1]);
     const int tag = b.tag_base + b.step;
-    int rc = MPI_Irecv(into, static_cast<int>(recv_count), mpi_type(b.ring_dtype), (rank_ - 1 + p) % p, tag, ring_,
-                       &b.ring_requests[0]);
+    int rc = MPI_Irecv(into.data, into.count, into.type, (rank_ - 1 + p) % p, tag, ring_, &b.ring_requests[0]);
     if (rc == MPI_SUCCESS) {
-      rc = MPI_Isend(data + chunk_begin(b, send_chunk) * size, static_cast<int>(send_count), mpi_type(b.ring_dtype),
-                     (rank_ + 1) % p, tag, ring_, &b.ring_requests[1]);
+      rc = MPI_Isend(from.data, from.count, from.type, (rank_ + 1) % p, tag, ring_, &b.ring_requests[1]);
     }
     return rc;
   }
@@ -493,12 +557,15 @@ class MpiGroup final : public ProcessGroup {
       const int steps_per_phase = size_ - 1;
       if (b.step < steps_per_phase) {
         const int chunk = (rank_ - b.step - 1 + 2 * size_) % size_;
-        const std::int64_t begin = chunk_begin(b, chunk);
-        host_math::add(b.ring_dtype,
-                       static_cast<char*>(b.ring_data) + begin * static_cast<std::int64_t>(dtype_size(b.ring_dtype)),
-                       b.scratch.data(), 0, chunk_begin(b, chunk + 1) - begin);
+        const std::byte* received = b.scratch.data();
+        const auto size = static_cast<std::int64_t>(dtype_size(b.ring_dtype));
+        for_each_piece(b, chunk_begin(b, chunk), chunk_begin(b, chunk + 1),
+                       [&](char* into, std::int64_t first, std::int64_t count) {
+                         host_math::add(b.ring_dtype, into, received + first * size, 0, count);
+                       });
       }
       if (++b.step == 2 * steps_per_phase) {
+        free_ring_types(b);
         finished = true;
         return MPI_SUCCESS;
       }
@@ -530,6 +597,7 @@ class MpiGroup final : public ProcessGroup {
         }
         mark_ended(it->members.size());
       }
+      free_ring_types(*it);
       it = buckets_.erase(it);
     }
   }
