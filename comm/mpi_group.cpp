@@ -63,6 +63,10 @@ using Clock = std::chrono::steady_clock;
 constexpr int kMaxMembers = 128;
 // Allreduces of at least this size go around the point-to-point ring.
 constexpr std::size_t kRingAboveBytes = std::size_t{16} << 10;
+// The most bytes of one message of the ring: a step's chunk goes in
+// segments of this size, one after the other, so that each received
+// segment is added while it is still in the cache.
+constexpr std::size_t kRingSegmentBytes = std::size_t{1} << 20;
 // How long the idle progress thread looks for new work before it sleeps.
 constexpr auto kSpinBeforeSleep = std::chrono::microseconds(50);
 // Signatures are made non-zero (0: "not proposed") and never all ones
@@ -164,6 +168,7 @@ struct BucketInFlight {
   std::int64_t ring_count = 0;
   DType ring_dtype = DType::float32;
   int step = 0;
+  int segments = 1;  // per chunk: a step is `segments` messages each way
   MPI_Request ring_requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
   MPI_Datatype ring_types[2] = {MPI_DATATYPE_NULL, MPI_DATATYPE_NULL};
   std::vector<std::byte> scratch;
@@ -416,10 +421,12 @@ class MpiGroup final : public ProcessGroup {
         }
         b.ring_count += w.exchange.count;
       }
-      b.scratch.resize((static_cast<std::size_t>(b.ring_count) / static_cast<std::size_t>(size_) + 1) *
-                       dtype_size(head.dtype));
+      const std::size_t chunk_elements = static_cast<std::size_t>(b.ring_count) / static_cast<std::size_t>(size_) + 1;
+      b.segments = static_cast<int>((chunk_elements * dtype_size(head.dtype) + kRingSegmentBytes - 1) /
+                                    kRingSegmentBytes);
+      b.scratch.resize((chunk_elements / static_cast<std::size_t>(b.segments) + 1) * dtype_size(head.dtype));
       // Unique among the rings in flight: they start in the same order everywhere.
-      const int per_ring = 2 * size_;
+      const int per_ring = 2 * size_ * b.segments;
       b.tag_base = static_cast<int>(rings_started_++ % static_cast<std::uint64_t>(tag_limit_ / per_ring)) * per_ring;
       rc = post_ring_step(b);
     } else if (members.size() == 1) {
@@ -475,6 +482,12 @@ class MpiGroup final : public ProcessGroup {
     return static_cast<std::int64_t>(c) * b.ring_count / size_;
   }
 
+  // Segment g of chunk c: [begin, end).
+  std::pair<std::int64_t, std::int64_t> segment_of(const BucketInFlight& b, int c, int g) const {
+    const std::int64_t first = chunk_begin(b, c), length = chunk_begin(b, c + 1) - first;
+    return {first + g * length / b.segments, first + (g + 1) * length / b.segments};
+  }
+
   // Elements [begin, end) of a ring bucket as the buffer, count and
   // datatype of one message: the member's data where they lie in one
   // member, else an MPI datatype of the pieces in each (absolute addresses
@@ -522,22 +535,24 @@ class MpiGroup final : public ProcessGroup {
     }
   }
 
-  // Posts step `b.step` of the ring: in reduce-scatter step s a process
-  // sends chunk (rank - s) to its right and receives chunk (rank - s - 1)
-  // from its left, to add into its own; in allgather step s it sends the
-  // reduced chunk (rank + 1 - s) and receives chunk (rank - s) in place.
+  // Posts segment g of step s = `b.step` / segments, g = `b.step` % segments
+  // of the ring: in reduce-scatter step s a process sends chunk (rank - s)
+  // to its right and receives chunk (rank - s - 1) from its left, to add
+  // into its own; in allgather step s it sends the reduced chunk
+  // (rank + 1 - s) and receives chunk (rank - s) in place.
   int post_ring_step(BucketInFlight& b) {
     free_ring_types(b);
     const int p = size_, steps_per_phase = p - 1;
-    const bool reducing = b.step < steps_per_phase;
-    const int s = reducing ? b.step : b.step - steps_per_phase;
+    const int phase_step = b.step / b.segments, g = b.step % b.segments;
+    const bool reducing = phase_step < steps_per_phase;
+    const int s = reducing ? phase_step : phase_step - steps_per_phase;
     const int send_chunk = (rank_ - s + (reducing ? 0 : 1) + 2 * p) % p;
     const int recv_chunk = (rank_ - s - (reducing ? 1 : 0) + 2 * p) % p;
-    const Span into = reducing ? Span{b.scratch.data(),
-                                      static_cast<int>(chunk_begin(b, recv_chunk + 1) - chunk_begin(b, recv_chunk)),
-                                      mpi_type(b.ring_dtype)}
-                               : span_of(b, chunk_begin(b, recv_chunk), chunk_begin(b, recv_chunk + 1), b.ring_types[0]);
-    const Span from = span_of(b, chunk_begin(b, send_chunk), chunk_begin(b, send_chunk + 1), b.ring_types[1]);
+    const auto [recv_begin, recv_end] = segment_of(b, recv_chunk, g);
+    const auto [send_begin, send_end] = segment_of(b, send_chunk, g);
+    const Span into = reducing ? Span{b.scratch.data(), static_cast<int>(recv_end - recv_begin), mpi_type(b.ring_dtype)}
+                               : span_of(b, recv_begin, recv_end, b.ring_types[0]);
+    const Span from = span_of(b, send_begin, send_end, b.ring_types[1]);
     const int tag = b.tag_base + b.step;
     int rc = MPI_Irecv(into.data, into.count, into.type, (rank_ - 1 + p) % p, tag, ring_, &b.ring_requests[0]);
     if (rc == MPI_SUCCESS) {
@@ -555,16 +570,17 @@ class MpiGroup final : public ProcessGroup {
       const int rc = MPI_Testall(2, b.ring_requests, &flag, MPI_STATUSES_IGNORE);
       if (rc != MPI_SUCCESS || !flag) return rc;
       const int steps_per_phase = size_ - 1;
-      if (b.step < steps_per_phase) {
-        const int chunk = (rank_ - b.step - 1 + 2 * size_) % size_;
+      const int phase_step = b.step / b.segments;
+      if (phase_step < steps_per_phase) {
+        const int chunk = (rank_ - phase_step - 1 + 2 * size_) % size_;
+        const auto [begin, end] = segment_of(b, chunk, b.step % b.segments);
         const std::byte* received = b.scratch.data();
         const auto size = static_cast<std::int64_t>(dtype_size(b.ring_dtype));
-        for_each_piece(b, chunk_begin(b, chunk), chunk_begin(b, chunk + 1),
-                       [&](char* into, std::int64_t first, std::int64_t count) {
-                         host_math::add(b.ring_dtype, into, received + first * size, 0, count);
-                       });
+        for_each_piece(b, begin, end, [&](char* into, std::int64_t first, std::int64_t count) {
+          host_math::add(b.ring_dtype, into, received + first * size, 0, count);
+        });
       }
-      if (++b.step == 2 * steps_per_phase) {
+      if (++b.step == 2 * steps_per_phase * b.segments) {
         free_ring_types(b);
         finished = true;
         return MPI_SUCCESS;
