@@ -236,6 +236,29 @@ std::int64_t first_rank_of(const std::int32_t* counts, int processes, int rank, 
   return before;
 }
 
+// The number of ranks a call's shapes give, where this process holds
+// `local` of them and `total` elements hold `per_rank` elements per rank:
+// fixed at `local` in a process of its own; across processes any whole
+// multiple of at least `local` (the processes' counts are gathered and
+// checked before the data goes).
+std::int64_t ranks_of_shapes(const char* op, const CommState& s, int local, std::int64_t total,
+                             std::int64_t per_rank, const std::string& what) {
+  if (s.group->size() == 1) {
+    if (total != local * per_rank) fail(op, what + " must hold " + std::to_string(local) + " ranks x " +
+                                                std::to_string(per_rank) + " elements");
+    return local;
+  }
+  if (per_rank == 0) {
+    if (total != 0) fail(op, what + " must be empty when a rank has no elements");
+    return 0;
+  }
+  if (total % per_rank != 0 || total / per_rank < local) {
+    fail(op, what + " must hold a whole number of ranks (at least this process's " + std::to_string(local) +
+                 ") x " + std::to_string(per_rank) + " elements");
+  }
+  return total / per_rank;
+}
+
 }  // namespace
 
 Communicator Communicator::world(Engine& engine, const CommOptions& options) {
@@ -323,12 +346,13 @@ void Communicator::allreduce(std::vector<Tensor> tensors, ReduceOp op, const Pus
     const double fixed = 1.0 / local;
     std::vector<Var> reads;
     if (across) reads.push_back(total_ranks.var());
-    engine.push([dtype, p = t.data(), offset, count, fixed, total = across ? total_ranks.data() : nullptr](
-                    RunContext&) {
-      const double factor = total ? 1.0 / detail::host_math::element(dtype, total, 0) : fixed;
-      detail::host_math::scale(dtype, p, factor, offset, count);
-    },
-                reads, {into}, on_device_of(t, options, name));
+    const void* total = across ? total_ranks.data() : nullptr;
+    engine.push(
+        [dtype, p = t.data(), offset, count, fixed, total](RunContext&) {
+          const double factor = total ? 1.0 / detail::host_math::element(dtype, total, 0) : fixed;
+          detail::host_math::scale(dtype, p, factor, offset, count);
+        },
+        reads, {into}, on_device_of(t, options, name));
   };
 
   if (local == 1) {
@@ -446,29 +470,6 @@ void Communicator::broadcast(std::vector<Tensor> tensors, int root_process, cons
         },
         {source.var()}, {dst.var()}, on_device_of(dst, options, name));
   }
-}
-
-// The number of ranks a call's shapes give, where this process holds
-// `local` of them and `total` elements hold `per_rank` elements per rank:
-// fixed at `local` in a process of its own; across processes any whole
-// multiple of at least `local` (the processes' counts are gathered and
-// checked before the data goes).
-std::int64_t ranks_of_shapes(const char* op, const CommState& s, int local, std::int64_t total,
-                             std::int64_t per_rank, const std::string& what) {
-  if (s.group->size() == 1) {
-    if (total != local * per_rank) fail(op, what + " must hold " + std::to_string(local) + " ranks x " +
-                                                std::to_string(per_rank) + " elements");
-    return local;
-  }
-  if (per_rank == 0) {
-    if (total != 0) fail(op, what + " must be empty when a rank has no elements");
-    return 0;
-  }
-  if (total % per_rank != 0 || total / per_rank < local) {
-    fail(op, what + " must hold a whole number of ranks (at least this process's " + std::to_string(local) +
-                 ") x " + std::to_string(per_rank) + " elements");
-  }
-  return total / per_rank;
 }
 
 void Communicator::allgather(std::vector<Tensor> inputs, std::vector<Tensor> outputs, const PushOptions& options) {
