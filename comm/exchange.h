@@ -1,8 +1,8 @@
 #pragma once
 // Exchange: one collective between the processes of a group, on host memory,
 // as the progress thread starts it. The communicator cuts every call into
-// exchanges (one per chunk of the local ring, and large ones into pieces)
-// and numbers them at push time.
+// exchanges (the process's data in pieces, and the small ones that carry the
+// processes' tensor counts) and numbers them at push time.
 
 #include <atomic>
 #include <cstdint>
