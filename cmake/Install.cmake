@@ -9,6 +9,9 @@
 #   depengine::depengine   the kind BUILD_SHARED_LIBS selected
 #   depengine::shared      libdepengine.so
 #   depengine::static      libdepengine.a
+#   depengine::comm        libdepengine_comm: the Communicator and the KVStore
+#                          (comm/), over MPI when built with it; one kind
+#                          only, linked to the primary library
 
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
@@ -110,10 +113,16 @@ string(REPLACE "\n" ";" _depengine_dep_lines "${DEPENGINE_FIND_DEPENDENCIES}")
 list(REMOVE_DUPLICATES _depengine_dep_lines)
 string(REPLACE ";" "\n" DEPENGINE_FIND_DEPENDENCIES "${_depengine_dep_lines}")
 set(DEPENGINE_PRIMARY_KIND ${_depengine_primary})
+# depengine::comm links MPI::MPI_C when built with MPI (privately: a static
+# libdepengine_comm passes it on, a shared one names it); only C is needed.
+if(DEPENGINE_MPI_ENABLED)
+  string(APPEND DEPENGINE_FIND_DEPENDENCIES "\nfind_dependency(MPI COMPONENTS C)")
+endif()
 
 set(_depengine_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/depengine)
 
-install(TARGETS depengine depengine_${_depengine_companion} EXPORT depengineTargets
+set_target_properties(depengine_comm PROPERTIES EXPORT_NAME comm)
+install(TARGETS depengine depengine_${_depengine_companion} depengine_comm EXPORT depengineTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
@@ -135,3 +144,19 @@ string(REGEX REPLACE "/$" "" DEPENGINE_PC_PREFIX_FROM_PCFILEDIR "${DEPENGINE_PC_
 configure_file(${CMAKE_CURRENT_LIST_DIR}/depengine.pc.in ${PROJECT_BINARY_DIR}/depengine.pc.gen @ONLY)
 file(GENERATE OUTPUT ${PROJECT_BINARY_DIR}/depengine.pc INPUT ${PROJECT_BINARY_DIR}/depengine.pc.gen)
 install(FILES ${PROJECT_BINARY_DIR}/depengine.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# depengine-comm.pc: the communicator's library on top of depengine.pc. A
+# static libdepengine_comm carries no record of MPI, so its MPI libraries are
+# in Libs; a shared one names them itself (Libs.private).
+get_property(_depengine_comm_libs GLOBAL PROPERTY DEPENGINE_COMM_LINK_LIBRARIES)
+string(REPLACE ";" " " _depengine_comm_libs "${_depengine_comm_libs}")
+get_target_property(_depengine_comm_type depengine_comm TYPE)
+if(_depengine_comm_type STREQUAL "STATIC_LIBRARY")
+  set(DEPENGINE_COMM_PC_LIBS "${_depengine_comm_libs}")
+  set(DEPENGINE_COMM_PC_LIBS_PRIVATE "")
+else()
+  set(DEPENGINE_COMM_PC_LIBS "")
+  set(DEPENGINE_COMM_PC_LIBS_PRIVATE "${_depengine_comm_libs}")
+endif()
+configure_file(${CMAKE_CURRENT_LIST_DIR}/depengine-comm.pc.in ${PROJECT_BINARY_DIR}/depengine-comm.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/depengine-comm.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

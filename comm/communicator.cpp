@@ -86,10 +86,13 @@ class ExchangeStarter {
   std::vector<Exchange> pieces_;
 };
 
-// FNV-1a over what every process must agree on for one exchange.
-std::uint64_t signature(Kind kind, DType dtype, std::int64_t count, int local, int root, ReduceOp op, int part) {
+// FNV-1a over what every process must agree on for one exchange. `ranks`:
+// the ranks of the whole group where the call's shapes fix it (allgather,
+// reduce_scatter), else 0: processes may differ in their local tensor counts.
+std::uint64_t signature(Kind kind, DType dtype, std::int64_t count, std::int64_t ranks, int root, ReduceOp op,
+                        int part) {
   std::uint64_t h = 14695981039346656037ull;
-  for (std::uint64_t v : {std::uint64_t(kind), std::uint64_t(dtype), std::uint64_t(count), std::uint64_t(local),
+  for (std::uint64_t v : {std::uint64_t(kind), std::uint64_t(dtype), std::uint64_t(count), std::uint64_t(ranks),
                           std::uint64_t(root), std::uint64_t(op), std::uint64_t(part)}) {
     for (int b = 0; b < 8; ++b) {
       h ^= (v >> (8 * b)) & 0xff;
@@ -190,6 +193,72 @@ void push_exchanges(CommState& s, std::vector<Exchange> pieces, VarList reads, V
       reads, writes, {.priority = options.priority, .name = name, .device = kHandOffDevice});
 }
 
+// The `part` of the extra exchanges a call makes besides its data's.
+constexpr int kRankCountPart = 1 << 20;
+
+// The ranks of every process for one call, for the collectives whose layout
+// depends on them (allgather, reduce_scatter): an int32 per process, this
+// process's entry set to `local`, then gathered from every process.
+Tensor push_process_counts(CommState& s, std::uint64_t call, int local, const PushOptions& options,
+                           std::string_view name) {
+  Tensor counts = Tensor::empty(*s.engine, {s.group->size()}, DType::int32);
+  s.engine->push([p = static_cast<std::int32_t*>(counts.data()), rank = s.group->rank(),
+                  local](RunContext&) { p[rank] = local; },
+                 {}, {counts.var()}, {.priority = options.priority, .name = name});
+  const Exchange e{.kind = Kind::allgather,
+                   .call = call,
+                   .data = counts.data(),
+                   .count = 1,
+                   .dtype = DType::int32,
+                   .signature = signature(Kind::allgather, DType::int32, 1, 0, 0, ReduceOp::sum, kRankCountPart)};
+  push_exchanges(s, {e}, {}, {counts.var()}, options, name);
+  return counts;
+}
+
+// Where this process's ranks begin among the `ranks` of the group, from the
+// gathered counts; throws (failing the call's operation on every process
+// alike, as the counts are the same everywhere) when the shapes the call was
+// given assumed another total.
+std::int64_t first_rank_of(const std::int32_t* counts, int processes, int rank, std::int64_t ranks,
+                           const char* op) {
+  std::int64_t before = 0, total = 0;
+  std::string each;
+  for (int q = 0; q < processes; ++q) {
+    if (q < rank) before += counts[q];
+    total += counts[q];
+    each += (q ? " + " : "") + std::to_string(counts[q]);
+  }
+  if (ranks != 0 && total != ranks) {  // 0: ranks of no elements, nothing to place
+    throw std::runtime_error(std::string("depengine::Communicator::") + op + ": the tensors' shapes are for " +
+                             std::to_string(ranks) + " ranks, but the processes gave " + each + " = " +
+                             std::to_string(total) + " local tensors");
+  }
+  return before;
+}
+
+// The number of ranks a call's shapes give, where this process holds
+// `local` of them and `total` elements hold `per_rank` elements per rank:
+// fixed at `local` in a process of its own; across processes any whole
+// multiple of at least `local` (the processes' counts are gathered and
+// checked before the data goes).
+std::int64_t ranks_of_shapes(const char* op, const CommState& s, int local, std::int64_t total,
+                             std::int64_t per_rank, const std::string& what) {
+  if (s.group->size() == 1) {
+    if (total != local * per_rank) fail(op, what + " must hold " + std::to_string(local) + " ranks x " +
+                                                std::to_string(per_rank) + " elements");
+    return local;
+  }
+  if (per_rank == 0) {
+    if (total != 0) fail(op, what + " must be empty when a rank has no elements");
+    return 0;
+  }
+  if (total % per_rank != 0 || total / per_rank < local) {
+    fail(op, what + " must hold a whole number of ranks (at least this process's " + std::to_string(local) +
+                 ") x " + std::to_string(per_rank) + " elements");
+  }
+  return total / per_rank;
+}
+
 }  // namespace
 
 Communicator Communicator::world(Engine& engine, const CommOptions& options) {
@@ -235,40 +304,74 @@ void Communicator::allreduce(std::vector<Tensor> tensors, ReduceOp op, const Pus
   require_distinct("allreduce", {&tensors});
   Engine& engine = *s.engine;
   const int local = static_cast<int>(tensors.size());
-  const int processes = s.group->size();
+  const bool across = s.group->size() > 1;
   const std::int64_t n = tensors[0].numel();
   const DType dtype = tensors[0].dtype();
-  const double factor = op == ReduceOp::mean ? 1.0 / (static_cast<double>(local) * processes) : 1.0;
+  const bool mean = op == ReduceOp::mean;
   const std::string_view name = name_or(options, "allreduce");
 
   std::lock_guard lock(s.push_mutex);
   const std::uint64_t call = s.calls++;
-  auto pieces_for = [&](void* data, std::int64_t offset, std::int64_t count, int part) {
-    return pieces_of(Exchange{.kind = Kind::allreduce,
-                              .call = call,
-                              .data = static_cast<char*>(data) + offset * static_cast<std::int64_t>(dtype_size(dtype)),
-                              .count = count,
-                              .dtype = dtype,
-                              .signature = signature(Kind::allreduce, dtype, n, local, 0, op, part)},
-                     s.piece_bytes);
+  // Across processes a mean divides by every process's tensor count: the
+  // counts travel summed beside the data, as one more element.
+  Tensor total_ranks;
+  if (across && mean) total_ranks = Tensor::full(engine, {1}, local, dtype);
+  // Every process exchanges the whole sum of its tensors in the same pieces,
+  // whatever its number of local tensors, so processes may differ in it.
+  auto exchange_whole = [&](const Tensor& sum) {
+    std::vector<Exchange> pieces =
+        pieces_of(Exchange{.kind = Kind::allreduce,
+                           .call = call,
+                           .data = sum.data(),
+                           .count = n,
+                           .dtype = dtype,
+                           .signature = signature(Kind::allreduce, dtype, n, 0, 0, op, 0)},
+                  s.piece_bytes);
+    std::vector<Var> writes = {sum.var()};
+    if (mean) {
+      pieces.push_back({.kind = Kind::allreduce,
+                        .call = call,
+                        .data = total_ranks.data(),
+                        .count = 1,
+                        .dtype = dtype,
+                        .signature = signature(Kind::allreduce, dtype, 1, 0, 0, op, kRankCountPart)});
+      writes.push_back(total_ranks.var());
+    }
+    push_exchanges(s, std::move(pieces), {}, writes, options, name);
+  };
+  // Divides elements [offset, offset + count) of `t` by the number of ranks;
+  // `into`: the variable that stands for them.
+  auto divide = [&](const Tensor& t, std::int64_t offset, std::int64_t count, Var into) {
+    if (!mean || count == 0) return;
+    const double fixed = 1.0 / local;
+    std::vector<Var> reads;
+    if (across) reads.push_back(total_ranks.var());
+    const void* total = across ? total_ranks.data() : nullptr;
+    engine.push(
+        [dtype, p = t.data(), offset, count, fixed, total](RunContext&) {
+          const double factor = total ? 1.0 / detail::host_math::element(dtype, total, 0) : fixed;
+          detail::host_math::scale(dtype, p, factor, offset, count);
+        },
+        reads, {into}, on_device_of(t, options, name));
   };
 
   if (local == 1) {
     const Tensor& x = tensors[0];
-    if (processes > 1) push_exchanges(s, pieces_for(x.data(), 0, n, 0), {}, {x.var()}, options, name);
-    if (factor != 1.0) {
-      engine.push([dtype, p = x.data(), factor, n](RunContext&) { detail::host_math::scale(dtype, p, factor, 0, n); },
-                  {}, {x.var()}, on_device_of(x, options, name));
-    }
+    if (across) exchange_whole(x);
+    divide(x, 0, n, x.var());
     return;
   }
 
   auto chunk_begin = [&](int c) { return static_cast<std::int64_t>(c) * n / local; };
   auto chunk_size = [&](int c) { return chunk_begin(c + 1) - chunk_begin(c); };
+  auto owner_of = [&](int c) { return mod(c - 1, local); };
   std::vector<std::vector<Var>> chunk(static_cast<std::size_t>(local));
   for (auto& row : chunk) {
     for (int c = 0; c < local; ++c) row.push_back(engine.new_var("allreduce:chunk"));
   }
+  auto reduced_chunk = [&](int c) {
+    return chunk[static_cast<std::size_t>(owner_of(c))][static_cast<std::size_t>(c)];
+  };
   // Takes tensor i's variable and its chunks' (the first and last step):
   // an empty operation, run inline by the hand-off device.
   auto take_tensor = [&](int i) {
@@ -294,16 +397,35 @@ void Communicator::allreduce(std::vector<Tensor> tensors, ReduceOp op, const Pus
   for (int st = 0; st < local - 1; ++st) {
     for (int i = 0; i < local; ++i) step(i, mod(i - 1 - st, local), /*add=*/true);
   }
-  for (int c = 0; c < local; ++c) {
-    const int owner = mod(c - 1, local);
-    const Tensor& t = tensors[static_cast<std::size_t>(owner)];
-    const Var v = chunk[static_cast<std::size_t>(owner)][static_cast<std::size_t>(c)];
-    if (processes > 1) push_exchanges(s, pieces_for(t.data(), chunk_begin(c), chunk_size(c), c), {}, {v}, options, name);
-    if (factor != 1.0 && chunk_size(c) > 0) {
-      engine.push([dtype, p = t.data(), factor, offset = chunk_begin(c), count = chunk_size(c)](
-                      RunContext&) { detail::host_math::scale(dtype, p, factor, offset, count); },
-                  {}, {v}, on_device_of(t, options, name));
+  if (across) {
+    // The process's sum, chunk by chunk from the tensors that hold them,
+    // into one host buffer that goes to the other processes; back after.
+    const Tensor sum = Tensor::empty(engine, {n}, dtype);
+    std::vector<Var> reads;
+    std::vector<const void*> sources;
+    for (int c = 0; c < local; ++c) {
+      reads.push_back(reduced_chunk(c));
+      sources.push_back(tensors[static_cast<std::size_t>(owner_of(c))].data());
     }
+    engine.push(
+        [dtype, sources = std::move(sources), d = sum.data(), n, local](RunContext&) {
+          for (int c = 0; c < local; ++c) {
+            const std::int64_t begin = static_cast<std::int64_t>(c) * n / local;
+            detail::host_math::copy(dtype, d, begin, sources[static_cast<std::size_t>(c)], begin,
+                                    static_cast<std::int64_t>(c + 1) * n / local - begin);
+          }
+        },
+        reads, {sum.var()}, {.priority = options.priority, .name = name});
+    exchange_whole(sum);
+    for (int c = 0; c < local; ++c) {
+      const Tensor& t = tensors[static_cast<std::size_t>(owner_of(c))];
+      engine.push([dtype, d = t.data(), src = sum.data(), offset = chunk_begin(c), count = chunk_size(c)](
+                      RunContext&) { detail::host_math::copy(dtype, d, offset, src, offset, count); },
+                  {sum.var()}, {reduced_chunk(c)}, on_device_of(t, options, name));
+    }
+  }
+  for (int c = 0; c < local; ++c) {
+    divide(tensors[static_cast<std::size_t>(owner_of(c))], chunk_begin(c), chunk_size(c), reduced_chunk(c));
   }
   for (int st = 0; st < local - 1; ++st) {
     for (int i = 0; i < local; ++i) step(i, mod(i - st, local), /*add=*/false);
@@ -336,7 +458,7 @@ void Communicator::broadcast(std::vector<Tensor> tensors, int root_process, cons
                      .count = source.numel(),
                      .dtype = source.dtype(),
                      .root = root_process,
-                     .signature = signature(Kind::broadcast, source.dtype(), source.numel(), local, root_process,
+                     .signature = signature(Kind::broadcast, source.dtype(), source.numel(), 0, root_process,
                                             ReduceOp::sum, 0)};
     push_exchanges(s, pieces_of(e, s.piece_bytes), {}, {source.var()}, options, name);
   }
@@ -358,34 +480,42 @@ void Communicator::allgather(std::vector<Tensor> inputs, std::vector<Tensor> out
   const int local = static_cast<int>(inputs.size());
   const int processes = s.group->size();
   const std::int64_t n = inputs[0].numel();
-  const std::int64_t ranks = static_cast<std::int64_t>(local) * processes;
   if (outputs.size() != inputs.size()) {
     fail("allgather", std::to_string(inputs.size()) + " inputs but " + std::to_string(outputs.size()) +
                           " outputs (one of each per local device)");
   }
-  if (outputs[0].dtype() != inputs[0].dtype() || outputs[0].numel() != ranks * n) {
-    fail("allgather", "each output must hold " + std::to_string(ranks) + " ranks x " + std::to_string(n) + " " +
-                          std::string(dtype_name(inputs[0].dtype())) + " elements, got " + outputs[0].describe());
+  if (outputs[0].dtype() != inputs[0].dtype()) {
+    fail("allgather", "the outputs must have the inputs' dtype, got " + outputs[0].describe() + " for inputs " +
+                          inputs[0].describe());
   }
-  if (ranks * n > INT_MAX) fail("allgather", "the output has more elements than MPI counts (2^31 - 1)");
+  const std::int64_t total = outputs[0].numel();
+  const std::int64_t ranks = ranks_of_shapes("allgather", s, local, total, n, "each output (" + outputs[0].describe() + ")");
+  if (total > INT_MAX) fail("allgather", "the output has more elements than MPI counts (2^31 - 1)");
   const DType dtype = inputs[0].dtype();
   const Tensor& gathered = outputs[0];
   const std::string_view name = name_or(options, "allgather");
 
   std::lock_guard lock(s.push_mutex);
   const std::uint64_t call = s.calls++;
-  // This process's inputs into its slots of output 0.
+  // This process's inputs into its slots of output 0, which begin after the
+  // ranks of the processes before it.
+  Tensor counts;
   std::vector<Var> reads;
   std::vector<const void*> sources;
   for (const Tensor& t : inputs) {
     reads.push_back(t.var());
     sources.push_back(t.data());
   }
-  const std::int64_t base = static_cast<std::int64_t>(s.group->rank()) * local * n;
+  if (processes > 1) {
+    counts = push_process_counts(s, call, local, options, name);
+    reads.push_back(counts.var());
+  }
   s.engine->push(
-      [dtype, sources = std::move(sources), d = gathered.data(), base, n](RunContext&) {
+      [dtype, sources = std::move(sources), d = gathered.data(), n, ranks, processes, rank = s.group->rank(),
+       counts = processes > 1 ? static_cast<const std::int32_t*>(counts.data()) : nullptr](RunContext&) {
+        const std::int64_t first = counts ? first_rank_of(counts, processes, rank, ranks, "allgather") : 0;
         for (std::size_t j = 0; j < sources.size(); ++j) {
-          detail::host_math::copy(dtype, d, base + static_cast<std::int64_t>(j) * n, sources[j], 0, n);
+          detail::host_math::copy(dtype, d, (first + static_cast<std::int64_t>(j)) * n, sources[j], 0, n);
         }
       },
       reads, {gathered.var()}, {.priority = options.priority, .name = name});
@@ -393,15 +523,16 @@ void Communicator::allgather(std::vector<Tensor> inputs, std::vector<Tensor> out
     const Exchange e{.kind = Kind::allgather,
                      .call = call,
                      .data = gathered.data(),
-                     .count = local * n,
+                     .count = n,
+                     .process_counts = static_cast<const std::int32_t*>(counts.data()),
                      .dtype = dtype,
-                     .signature = signature(Kind::allgather, dtype, n, local, 0, ReduceOp::sum, 0)};
-    push_exchanges(s, {e}, {}, {gathered.var()}, options, name);
+                     .signature = signature(Kind::allgather, dtype, n, ranks, 0, ReduceOp::sum, 0)};
+    push_exchanges(s, {e}, {counts.var()}, {gathered.var()}, options, name);
   }
   for (int i = 1; i < local; ++i) {
     const Tensor& dst = outputs[static_cast<std::size_t>(i)];
     s.engine->push(
-        [dtype, d = dst.data(), src = gathered.data(), total = ranks * n](RunContext&) {
+        [dtype, d = dst.data(), src = gathered.data(), total](RunContext&) {
           detail::host_math::copy(dtype, d, 0, src, 0, total);
         },
         {gathered.var()}, {dst.var()}, on_device_of(dst, options, name));
@@ -417,34 +548,43 @@ void Communicator::reduce_scatter(std::vector<Tensor> inputs, std::vector<Tensor
   Engine& engine = *s.engine;
   const int local = static_cast<int>(inputs.size());
   const int processes = s.group->size();
-  const std::int64_t ranks = static_cast<std::int64_t>(local) * processes;
   const std::int64_t n = outputs[0].numel();
   const DType dtype = inputs[0].dtype();
   if (outputs.size() != inputs.size()) {
     fail("reduce_scatter", std::to_string(inputs.size()) + " inputs but " + std::to_string(outputs.size()) +
                                " outputs (one of each per local device)");
   }
-  if (inputs[0].numel() > INT_MAX) fail("reduce_scatter", "the inputs have more elements than MPI counts (2^31 - 1)");
-  if (outputs[0].dtype() != dtype || inputs[0].numel() != ranks * n) {
-    fail("reduce_scatter", "each input must hold " + std::to_string(ranks) + " ranks x " + std::to_string(n) +
-                               " elements of the outputs' dtype, got " + inputs[0].describe() + " for outputs " +
-                               outputs[0].describe());
+  if (outputs[0].dtype() != dtype) {
+    fail("reduce_scatter", "the outputs must have the inputs' dtype, got " + outputs[0].describe() +
+                               " for inputs " + inputs[0].describe());
   }
-  const double factor = op == ReduceOp::mean ? 1.0 / static_cast<double>(ranks) : 1.0;
+  const std::int64_t total = inputs[0].numel();
+  if (total > INT_MAX) fail("reduce_scatter", "the inputs have more elements than MPI counts (2^31 - 1)");
+  const std::int64_t ranks = ranks_of_shapes("reduce_scatter", s, local, total, n,
+                                             "each input (" + inputs[0].describe() + ", for outputs " +
+                                                 outputs[0].describe() + ")");
   const std::string_view name = name_or(options, "reduce_scatter");
 
   std::lock_guard lock(s.push_mutex);
   const std::uint64_t call = s.calls++;
-  // The process's sum of its inputs, on the host.
-  const Tensor local_sum = Tensor::empty(engine, {ranks * n}, dtype);
+  Tensor counts;
   std::vector<Var> reads;
   std::vector<const void*> sources;
   for (const Tensor& t : inputs) {
     reads.push_back(t.var());
     sources.push_back(t.data());
   }
+  if (processes > 1) {
+    counts = push_process_counts(s, call, local, options, name);
+    reads.push_back(counts.var());
+  }
+  // The process's sum of its inputs, on the host (checked against the
+  // gathered counts first: the exchange trusts them).
+  const Tensor local_sum = Tensor::empty(engine, {total}, dtype);
   engine.push(
-      [dtype, sources = std::move(sources), d = local_sum.data(), total = ranks * n](RunContext&) {
+      [dtype, sources = std::move(sources), d = local_sum.data(), total, ranks, processes, rank = s.group->rank(),
+       counts = processes > 1 ? static_cast<const std::int32_t*>(counts.data()) : nullptr](RunContext&) {
+        if (counts) first_rank_of(counts, processes, rank, ranks, "reduce_scatter");
         detail::host_math::copy(dtype, d, 0, sources[0], 0, total);
         for (std::size_t j = 1; j < sources.size(); ++j) detail::host_math::add(dtype, d, sources[j], 0, total);
       },
@@ -457,11 +597,13 @@ void Communicator::reduce_scatter(std::vector<Tensor> inputs, std::vector<Tensor
                      .call = call,
                      .input = local_sum.data(),
                      .data = mine.data(),
-                     .count = local * n,
+                     .count = n,
+                     .process_counts = static_cast<const std::int32_t*>(counts.data()),
                      .dtype = dtype,
-                     .signature = signature(Kind::reduce_scatter, dtype, n, local, 0, op, 0)};
-    push_exchanges(s, {e}, {local_sum.var()}, {mine.var()}, options, name);
+                     .signature = signature(Kind::reduce_scatter, dtype, n, ranks, 0, op, 0)};
+    push_exchanges(s, {e}, {local_sum.var(), counts.var()}, {mine.var()}, options, name);
   }
+  const double factor = op == ReduceOp::mean ? 1.0 / static_cast<double>(ranks) : 1.0;
   for (int j = 0; j < local; ++j) {
     const Tensor& dst = outputs[static_cast<std::size_t>(j)];
     engine.push(

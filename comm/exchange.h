@@ -1,8 +1,8 @@
 #pragma once
 // Exchange: one collective between the processes of a group, on host memory,
 // as the progress thread starts it. The communicator cuts every call into
-// exchanges (one per chunk of the local ring, and large ones into pieces)
-// and numbers them at push time.
+// exchanges (the process's data in pieces, and the small ones that carry the
+// processes' tensor counts) and numbers them at push time.
 
 #include <atomic>
 #include <cstdint>
@@ -27,7 +27,13 @@ struct Exchange {
   void* data = nullptr;
   /// allreduce, broadcast: elements of `data`; allgather: elements each
   /// process contributes; reduce_scatter: elements each process receives.
+  /// With `process_counts`: the elements of one rank.
   std::int64_t count = 0;
+  /// allgather (optional), reduce_scatter: how many ranks (local tensors)
+  /// each process has, one entry per process, filled by an earlier exchange
+  /// before this one is started. Process q then contributes or receives
+  /// process_counts[q] x count elements.
+  const std::int32_t* process_counts = nullptr;
   DType dtype = DType::float32;
   int root = 0;
   /// Equal on every process for the same collective in the same place.

@@ -36,6 +36,11 @@ inline void scale(DType t, void* data, double factor, std::int64_t offset, std::
   }
 }
 
+/// Element i of a float32 or float64 buffer.
+inline double element(DType t, const void* data, std::int64_t i) {
+  return t == DType::float64 ? static_cast<const double*>(data)[i] : static_cast<const float*>(data)[i];
+}
+
 /// count elements of `t` from src + src_offset to dst + dst_offset.
 inline void copy(DType t, void* dst, std::int64_t dst_offset, const void* src, std::int64_t src_offset,
                  std::int64_t count) {

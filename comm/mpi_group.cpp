@@ -19,7 +19,10 @@
 // point-to-point messages on `ring_` instead (reduce-scatter, then
 // allgather, over one chunk per process): Open MPI's MPI_Iallreduce reaches
 // less than half the bandwidth of its blocking MPI_Allreduce on large
-// buffers, the ring about all of it (docs/distributed.md).
+// buffers, the ring about all of it (docs/distributed.md). The ring works
+// on the members' own buffers, unpacked: a chunk that spans several members
+// goes as one message of an MPI datatype of their pieces, which saves
+// copying every fused byte in and out of a packed buffer.
 //
 // The thread sleeps on a condition variable while nothing is in flight
 // (after a short spin, so back-to-back collectives do not pay a wake-up).
@@ -60,6 +63,10 @@ using Clock = std::chrono::steady_clock;
 constexpr int kMaxMembers = 128;
 // Allreduces of at least this size go around the point-to-point ring.
 constexpr std::size_t kRingAboveBytes = std::size_t{16} << 10;
+// The most bytes of one message of the ring: a step's chunk goes in
+// segments of this size, one after the other, so that each received
+// segment is added while it is still in the cache.
+constexpr std::size_t kRingSegmentBytes = std::size_t{1} << 20;
 // How long the idle progress thread looks for new work before it sleeps.
 constexpr auto kSpinBeforeSleep = std::chrono::microseconds(50);
 // Signatures are made non-zero (0: "not proposed") and never all ones
@@ -139,22 +146,36 @@ struct MetaInFlight {
   Clock::time_point started;
 };
 
+// One member's data on the ring: `count` elements from `data`, the
+// elements [first, first + count) of the bucket.
+struct RingSegment {
+  char* data;
+  std::int64_t first, count;
+};
+
 struct BucketInFlight {
   std::vector<Waiting> members;
-  std::vector<std::byte> packed;  // several members: their data, end to end
+  std::vector<std::byte> packed;  // several members, not on the ring: their data, end to end
   MPI_Request request = MPI_REQUEST_NULL;
   Clock::time_point started;
-  // Around the ring: the buffer (the member's data, or `packed`), the step
-  // under way (of 2 (P - 1)), its receive and send, where reduce-scatter
-  // steps receive, and the tags of its messages.
+  // Around the ring: the members' data, one after the other, as one buffer
+  // of `ring_count` elements (not packed: a chunk that spans several members
+  // travels as an MPI datatype of their pieces), the step under way (of
+  // 2 (P - 1)), its receive and send and the datatypes they use, where
+  // reduce-scatter steps receive, and the tags of its messages.
   bool ring = false;
-  void* ring_data = nullptr;
+  std::vector<RingSegment> ring_segments;
   std::int64_t ring_count = 0;
   DType ring_dtype = DType::float32;
   int step = 0;
+  int segments = 1;  // per chunk: a step is `segments` messages each way
   MPI_Request ring_requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  MPI_Datatype ring_types[2] = {MPI_DATATYPE_NULL, MPI_DATATYPE_NULL};
   std::vector<std::byte> scratch;
   int tag_base = 0;
+  // allgather and reduce_scatter by process counts: each process's elements
+  // and where they begin, alive until MPI is done.
+  std::vector<int> counts, displacements;
 };
 
 class MpiGroup final : public ProcessGroup {
@@ -350,8 +371,8 @@ class MpiGroup final : public ProcessGroup {
       if (received.signatures[i] == kConflict) {
         return comm_error(members[i].exchange,
                           "the processes disagree on this collective (its kind, dtype, element count, number "
-                          "of local tensors, reduce op or root differ): the tensors differ between processes, "
-                          "or the processes pushed their collectives in different orders");
+                          "of ranks its shapes give, reduce op or root differ): the tensors differ between "
+                          "processes, or the processes pushed their collectives in different orders");
       }
     }
     const std::uint64_t failed = ~received.healthy;
@@ -376,12 +397,12 @@ class MpiGroup final : public ProcessGroup {
     BucketInFlight b;
     b.started = Clock::now();
     const Exchange& head = members.front().exchange;
-    // Several members travel packed end to end in one buffer.
+    std::size_t bytes = 0;
+    for (const Waiting& w : members) bytes += w.exchange.bytes();
+    const bool ring = head.kind == Exchange::Kind::allreduce && bytes >= kRingAboveBytes;
+    // Off the ring, several members travel packed end to end in one buffer.
     void* data = head.data;
-    std::size_t bytes = head.bytes();
-    if (members.size() > 1) {
-      bytes = 0;
-      for (const Waiting& w : members) bytes += w.exchange.bytes();
+    if (members.size() > 1 && !ring) {
       b.packed.resize(bytes);
       std::size_t at = 0;
       for (const Waiting& w : members) {
@@ -391,24 +412,31 @@ class MpiGroup final : public ProcessGroup {
       data = b.packed.data();
     }
     int rc;
-    if (head.kind == Exchange::Kind::allreduce && bytes >= kRingAboveBytes) {
+    if (ring) {
       b.ring = true;
-      b.ring_data = data;
       b.ring_dtype = head.dtype;
-      b.ring_count = static_cast<std::int64_t>(bytes / dtype_size(head.dtype));
-      b.scratch.resize((static_cast<std::size_t>(b.ring_count) / static_cast<std::size_t>(size_) + 1) *
-                       dtype_size(head.dtype));
+      for (const Waiting& w : members) {
+        if (w.exchange.count > 0) {
+          b.ring_segments.push_back({static_cast<char*>(w.exchange.data), b.ring_count, w.exchange.count});
+        }
+        b.ring_count += w.exchange.count;
+      }
+      const std::size_t chunk_elements = static_cast<std::size_t>(b.ring_count) / static_cast<std::size_t>(size_) + 1;
+      b.segments = static_cast<int>((chunk_elements * dtype_size(head.dtype) + kRingSegmentBytes - 1) /
+                                    kRingSegmentBytes);
+      b.scratch.resize((chunk_elements / static_cast<std::size_t>(b.segments) + 1) * dtype_size(head.dtype));
       // Unique among the rings in flight: they start in the same order everywhere.
-      const int per_ring = 2 * size_;
+      const int per_ring = 2 * size_ * b.segments;
       b.tag_base = static_cast<int>(rings_started_++ % static_cast<std::uint64_t>(tag_limit_ / per_ring)) * per_ring;
       rc = post_ring_step(b);
     } else if (members.size() == 1) {
-      rc = issue(head, b.request);
+      rc = issue(head, b);
     } else {
       rc = MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(bytes / dtype_size(head.dtype)), mpi_type(head.dtype),
                           MPI_SUM, data_, &b.request);
     }
     if (rc != MPI_SUCCESS) {
+      free_ring_types(b);
       return fail_members(members, comm_error(head, "MPI failed to start it: " + mpi_error_text(rc)));
     }
     exchanges_started_.fetch_add(members.size(), std::memory_order_relaxed);
@@ -417,18 +445,32 @@ class MpiGroup final : public ProcessGroup {
     buckets_.push_back(std::move(b));
   }
 
-  int issue(const Exchange& e, MPI_Request& request) {
+  int issue(const Exchange& e, BucketInFlight& b) {
     const int count = static_cast<int>(e.count);
     const MPI_Datatype type = mpi_type(e.dtype);
+    MPI_Request& request = b.request;
+    if (e.process_counts != nullptr) {
+      // The communicator checked that these fit MPI's int counts.
+      int at = 0;
+      for (int q = 0; q < size_; ++q) {
+        b.counts.push_back(e.process_counts[q] * count);
+        b.displacements.push_back(at);
+        at += b.counts.back();
+      }
+    }
     switch (e.kind) {
       case Exchange::Kind::allreduce:
         return MPI_Iallreduce(MPI_IN_PLACE, e.data, count, type, MPI_SUM, data_, &request);
       case Exchange::Kind::broadcast:
         return MPI_Ibcast(e.data, count, type, e.root, data_, &request);
       case Exchange::Kind::allgather:
+        if (e.process_counts != nullptr) {
+          return MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, e.data, b.counts.data(), b.displacements.data(),
+                                 type, data_, &request);
+        }
         return MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, e.data, count, type, data_, &request);
       case Exchange::Kind::reduce_scatter:
-        return MPI_Ireduce_scatter_block(e.input, e.data, count, type, MPI_SUM, data_, &request);
+        return MPI_Ireduce_scatter(e.input, e.data, b.counts.data(), type, MPI_SUM, data_, &request);
       case Exchange::Kind::barrier:
         return MPI_Ibarrier(data_, &request);
     }
@@ -440,27 +482,81 @@ class MpiGroup final : public ProcessGroup {
     return static_cast<std::int64_t>(c) * b.ring_count / size_;
   }
 
-  // Posts step `b.step` of the ring: in reduce-scatter step s a process
-  // sends chunk (rank - s) to its right and receives chunk (rank - s - 1)
-  // from its left, to add into its own; in allgather step s it sends the
-  // reduced chunk (rank + 1 - s) and receives chunk (rank - s) in place.
+  // Segment g of chunk c: [begin, end).
+  std::pair<std::int64_t, std::int64_t> segment_of(const BucketInFlight& b, int c, int g) const {
+    const std::int64_t first = chunk_begin(b, c), length = chunk_begin(b, c + 1) - first;
+    return {first + g * length / b.segments, first + (g + 1) * length / b.segments};
+  }
+
+  // Elements [begin, end) of a ring bucket as the buffer, count and
+  // datatype of one message: the member's data where they lie in one
+  // member, else an MPI datatype of the pieces in each (absolute addresses
+  // from MPI_BOTTOM), kept in `type` until the message is done.
+  struct Span {
+    void* data;
+    int count;
+    MPI_Datatype type;
+  };
+  Span span_of(const BucketInFlight& b, std::int64_t begin, std::int64_t end, MPI_Datatype& type) const {
+    const MPI_Datatype element = mpi_type(b.ring_dtype);
+    const auto size = static_cast<std::int64_t>(dtype_size(b.ring_dtype));
+    std::vector<int> lengths;
+    std::vector<MPI_Aint> addresses;
+    char* only = nullptr;
+    for (const RingSegment& g : b.ring_segments) {
+      const std::int64_t from = std::max(begin, g.first), to = std::min(end, g.first + g.count);
+      if (from >= to) continue;
+      only = g.data + (from - g.first) * size;
+      MPI_Aint address = 0;
+      MPI_Get_address(only, &address);
+      lengths.push_back(static_cast<int>(to - from));
+      addresses.push_back(address);
+    }
+    if (lengths.size() <= 1) return {only, lengths.empty() ? 0 : lengths[0], element};
+    MPI_Type_create_hindexed(static_cast<int>(lengths.size()), lengths.data(), addresses.data(), element, &type);
+    MPI_Type_commit(&type);
+    return {MPI_BOTTOM, 1, type};
+  }
+
+  // Calls f(data, first, count) for the pieces of elements [begin, end)
+  // that lie in each member: `first` counts from `begin`.
+  template <class F>
+  void for_each_piece(const BucketInFlight& b, std::int64_t begin, std::int64_t end, F&& f) const {
+    const auto size = static_cast<std::int64_t>(dtype_size(b.ring_dtype));
+    for (const RingSegment& g : b.ring_segments) {
+      const std::int64_t from = std::max(begin, g.first), to = std::min(end, g.first + g.count);
+      if (from < to) f(g.data + (from - g.first) * size, from - begin, to - from);
+    }
+  }
+
+  void free_ring_types(BucketInFlight& b) {
+    for (MPI_Datatype& t : b.ring_types) {
+      if (t != MPI_DATATYPE_NULL) MPI_Type_free(&t);
+    }
+  }
+
+  // Posts segment g of step s = `b.step` / segments, g = `b.step` % segments
+  // of the ring: in reduce-scatter step s a process sends chunk (rank - s)
+  // to its right and receives chunk (rank - s - 1) from its left, to add
+  // into its own; in allgather step s it sends the reduced chunk
+  // (rank + 1 - s) and receives chunk (rank - s) in place.
   int post_ring_step(BucketInFlight& b) {
+    free_ring_types(b);
     const int p = size_, steps_per_phase = p - 1;
-    const bool reducing = b.step < steps_per_phase;
-    const int s = reducing ? b.step : b.step - steps_per_phase;
+    const int phase_step = b.step / b.segments, g = b.step % b.segments;
+    const bool reducing = phase_step < steps_per_phase;
+    const int s = reducing ? phase_step : phase_step - steps_per_phase;
     const int send_chunk = (rank_ - s + (reducing ? 0 : 1) + 2 * p) % p;
     const int recv_chunk = (rank_ - s - (reducing ? 1 : 0) + 2 * p) % p;
-    const auto size = static_cast<std::int64_t>(dtype_size(b.ring_dtype));
-    char* data = static_cast<char*>(b.ring_data);
-    const std::int64_t recv_count = chunk_begin(b, recv_chunk + 1) - chunk_begin(b, recv_chunk);
-    const std::int64_t send_count = chunk_begin(b, send_chunk + 1) - chunk_begin(b, send_chunk);
-    void* into = reducing ? static_cast<void*>(b.scratch.data()) : data + chunk_begin(b, recv_chunk) * size;
+    const auto [recv_begin, recv_end] = segment_of(b, recv_chunk, g);
+    const auto [send_begin, send_end] = segment_of(b, send_chunk, g);
+    const Span into = reducing ? Span{b.scratch.data(), static_cast<int>(recv_end - recv_begin), mpi_type(b.ring_dtype)}
+                               : span_of(b, recv_begin, recv_end, b.ring_types[0]);
+    const Span from = span_of(b, send_begin, send_end, b.ring_types[1]);
     const int tag = b.tag_base + b.step;
-    int rc = MPI_Irecv(into, static_cast<int>(recv_count), mpi_type(b.ring_dtype), (rank_ - 1 + p) % p, tag, ring_,
-                       &b.ring_requests[0]);
+    int rc = MPI_Irecv(into.data, into.count, into.type, (rank_ - 1 + p) % p, tag, ring_, &b.ring_requests[0]);
     if (rc == MPI_SUCCESS) {
-      rc = MPI_Isend(data + chunk_begin(b, send_chunk) * size, static_cast<int>(send_count), mpi_type(b.ring_dtype),
-                     (rank_ + 1) % p, tag, ring_, &b.ring_requests[1]);
+      rc = MPI_Isend(from.data, from.count, from.type, (rank_ + 1) % p, tag, ring_, &b.ring_requests[1]);
     }
     return rc;
   }
@@ -474,14 +570,18 @@ class MpiGroup final : public ProcessGroup {
       const int rc = MPI_Testall(2, b.ring_requests, &flag, MPI_STATUSES_IGNORE);
       if (rc != MPI_SUCCESS || !flag) return rc;
       const int steps_per_phase = size_ - 1;
-      if (b.step < steps_per_phase) {
-        const int chunk = (rank_ - b.step - 1 + 2 * size_) % size_;
-        const std::int64_t begin = chunk_begin(b, chunk);
-        host_math::add(b.ring_dtype,
-                       static_cast<char*>(b.ring_data) + begin * static_cast<std::int64_t>(dtype_size(b.ring_dtype)),
-                       b.scratch.data(), 0, chunk_begin(b, chunk + 1) - begin);
+      const int phase_step = b.step / b.segments;
+      if (phase_step < steps_per_phase) {
+        const int chunk = (rank_ - phase_step - 1 + 2 * size_) % size_;
+        const auto [begin, end] = segment_of(b, chunk, b.step % b.segments);
+        const std::byte* received = b.scratch.data();
+        const auto size = static_cast<std::int64_t>(dtype_size(b.ring_dtype));
+        for_each_piece(b, begin, end, [&](char* into, std::int64_t first, std::int64_t count) {
+          host_math::add(b.ring_dtype, into, received + first * size, 0, count);
+        });
       }
-      if (++b.step == 2 * steps_per_phase) {
+      if (++b.step == 2 * steps_per_phase * b.segments) {
+        free_ring_types(b);
         finished = true;
         return MPI_SUCCESS;
       }
@@ -513,6 +613,7 @@ class MpiGroup final : public ProcessGroup {
         }
         mark_ended(it->members.size());
       }
+      free_ring_types(*it);
       it = buckets_.erase(it);
     }
   }

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <chrono>
 #include <random>
 #include <stdexcept>
@@ -54,6 +55,19 @@ double reduced(double sum, ReduceOp op, int ranks, DType dtype) {
   return sum * (1.0 / ranks);
 }
 
+// Every tensor holds the sum (or mean) over `ranks` ranks of value_at(r, i, salt).
+void expect_allreduced(const std::vector<Tensor>& tensors, int ranks, ReduceOp op, DType dtype, int salt,
+                       const std::string& what) {
+  for (std::size_t j = 0; j < tensors.size(); ++j) {
+    const auto got = tensors[j].to_host<double>();
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      double sum = 0;
+      for (int r = 0; r < ranks; ++r) sum += value_at(r, static_cast<std::int64_t>(i), salt);
+      ASSERT_EQ(got[i], reduced(sum, op, ranks, dtype)) << what << ", local " << j << ", element " << i;
+    }
+  }
+}
+
 TEST(CommMpi, WorldSpansTheLaunchedProcesses) {
   Engine engine;
   Communicator comm = Communicator::world(engine);
@@ -79,15 +93,7 @@ TEST(CommMpi, AllreduceOverProcessesAndLocalDevices) {
             t.push_back(produced_late(*engine, p * local + j, n, dtype, Device::emulated(j), 0, {}));
           }
           comm.allreduce(t, op);
-          for (int j = 0; j < local; ++j) {
-            const auto got = t[static_cast<std::size_t>(j)].to_host<double>();
-            for (std::int64_t i = 0; i < n; ++i) {
-              double sum = 0;
-              for (int r = 0; r < ranks; ++r) sum += value_at(r, i, 0);
-              ASSERT_EQ(got[static_cast<std::size_t>(i)], reduced(sum, op, ranks, dtype))
-                  << local << " local, n " << n << ", element " << i;
-            }
-          }
+          expect_allreduced(t, ranks, op, dtype, 0, std::to_string(local) + " local, n " + std::to_string(n));
         }
       }
     }
@@ -113,18 +119,31 @@ TEST(CommMpi, BroadcastFromEveryRoot) {
 // A random sequence of collectives, the same on every process, whose inputs
 // are written by operations of random durations that differ per process, so
 // that the collectives become ready in a different order on each; with
-// mixed priorities. Every result is checked.
+// mixed priorities. Every result is checked. Every process has 2 local
+// tensors, or (the UnequalCounts tests) 1, 3, 2, 1, 3, ... by process rank.
 // Default options, and tiny buckets and pieces (every large exchange cut in
 // many pieces, fused runs cut short), so that cutting and fusing meet
 // random ready orders.
 class RandomCollectives : public ::testing::TestWithParam<CommOptions> {};
 
-TEST_P(RandomCollectives, WithDifferentReadyOrders) {
-  constexpr int kLocal = 2, kCollectives = 40;
-  auto engine = engine_with_devices(kLocal);
-  Communicator comm = Communicator::world(*engine, GetParam());
+int unequal_local_count(int process) { return std::array{1, 3, 2}[static_cast<std::size_t>(process % 3)]; }
+
+// The ranks of the processes before `process` (ranks are numbered process
+// by process, tensor by tensor), and of all of them.
+int first_rank(int process, int (*local_count)(int)) {
+  int first = 0;
+  for (int q = 0; q < process; ++q) first += local_count(q);
+  return first;
+}
+
+void random_collectives(const CommOptions& options, int (*local_count)(int)) {
+  constexpr int kCollectives = 40;
+  auto engine = engine_with_devices(3);
+  Communicator comm = Communicator::world(*engine, options);
   SKIP_UNLESS_SEVERAL_PROCESSES(comm);
-  const int p = comm.process_rank(), processes = comm.process_count(), ranks = kLocal * processes;
+  const int p = comm.process_rank(), processes = comm.process_count();
+  const int kLocal = local_count(p), ranks = first_rank(processes, local_count);
+  const int mine = first_rank(p, local_count);
   std::mt19937 shared(2026);                       // the same sequence everywhere
   std::mt19937 own(static_cast<unsigned>(p) + 7);  // delays of this process
 
@@ -150,7 +169,7 @@ TEST_P(RandomCollectives, WithDifferentReadyOrders) {
     std::vector<Tensor> inputs;
     for (int j = 0; j < kLocal; ++j) {
       const auto delay = std::chrono::microseconds(std::uniform_int_distribution<int>(0, 4000)(own));
-      inputs.push_back(produced_late(*engine, p * kLocal + j, in_n, c.dtype, Device::emulated(j), k, delay));
+      inputs.push_back(produced_late(*engine, mine + j, in_n, c.dtype, Device::emulated(j), k, delay));
     }
     switch (c.kind) {
       case Kind::allreduce:
@@ -177,7 +196,7 @@ TEST_P(RandomCollectives, WithDifferentReadyOrders) {
     const Pushed& c = pushed[static_cast<std::size_t>(k)];
     for (int j = 0; j < kLocal; ++j) {
       const auto got = c.outputs[static_cast<std::size_t>(j)].to_host<double>();
-      const int me = p * kLocal + j;
+      const int me = mine + j;
       for (std::size_t i = 0; i < got.size(); ++i) {
         const auto e = static_cast<std::int64_t>(i);
         double expected = 0;
@@ -188,7 +207,7 @@ TEST_P(RandomCollectives, WithDifferentReadyOrders) {
             expected = reduced(sum, c.op, ranks, c.dtype);
             break;
           }
-          case Kind::broadcast: expected = value_at(c.root * kLocal, e, k); break;
+          case Kind::broadcast: expected = value_at(first_rank(c.root, local_count), e, k); break;
           case Kind::allgather: expected = value_at(static_cast<int>(e / c.n), e % c.n, k); break;
           case Kind::reduce_scatter: {
             double sum = 0;
@@ -202,6 +221,14 @@ TEST_P(RandomCollectives, WithDifferentReadyOrders) {
       }
     }
   }
+}
+
+TEST_P(RandomCollectives, WithDifferentReadyOrders) {
+  random_collectives(GetParam(), [](int) { return 2; });
+}
+
+TEST_P(RandomCollectives, WithUnequalLocalCountsAndDifferentReadyOrders) {
+  random_collectives(GetParam(), unequal_local_count);
 }
 
 INSTANTIATE_TEST_SUITE_P(Options, RandomCollectives,
@@ -261,7 +288,118 @@ TEST(CommMpi, LargeTensorsGoInPieces) {
     for (int r = 0; r < ranks; ++r) sum += value_at(r, i, 3);
     ASSERT_EQ(got[static_cast<std::size_t>(i)], reduced(sum, ReduceOp::mean, ranks, DType::float32)) << i;
   }
-  EXPECT_EQ(comm.stats().exchanges - before.exchanges, 2u * ((n / 2 * 4 + 4095) / 4096));
+  // The process's sum goes out whole, in pieces, and the mean's count beside it.
+  EXPECT_EQ(comm.stats().exchanges - before.exchanges, (n * 4 + 4095) / 4096 + 1);
+}
+
+// Processes with 1, 3, 2, ... local tensors (the first on the CPU, the others
+// on emulated devices): every collective against a host reference, for
+// sizes that go fused, around the point-to-point ring and in pieces.
+TEST(CommMpi, EveryCollectiveWithUnequalLocalCounts) {
+  auto engine = engine_with_devices(3);
+  Communicator comm = Communicator::world(*engine, {.piece_bytes = 64 << 10});
+  SKIP_UNLESS_SEVERAL_PROCESSES(comm);
+  const int p = comm.process_rank(), processes = comm.process_count(), local = unequal_local_count(p);
+  const int ranks = first_rank(processes, unequal_local_count), mine = first_rank(p, unequal_local_count);
+  auto device = [local](int j) { return local == 1 ? Device::cpu() : Device::emulated(j); };
+  auto inputs_of = [&](std::int64_t n, DType dtype, int salt) {
+    std::vector<Tensor> t;
+    for (int j = 0; j < local; ++j) t.push_back(produced_late(*engine, mine + j, n, dtype, device(j), salt, {}));
+    return t;
+  };
+  for (std::int64_t n : {0, 1, 7, 5000, (1 << 16) + 3}) {
+    for (DType dtype : {DType::float32, DType::float64}) {
+      for (ReduceOp op : {ReduceOp::sum, ReduceOp::mean}) {
+        std::vector<Tensor> t = inputs_of(n, dtype, 1);
+        comm.allreduce(t, op);
+        expect_allreduced(t, ranks, op, dtype, 1, "allreduce, n " + std::to_string(n));
+      }
+      for (int root = 0; root < processes; ++root) {
+        std::vector<Tensor> t = inputs_of(n, dtype, 2 + root);
+        comm.broadcast(t, root);
+        for (const Tensor& x : t) {
+          const auto got = x.to_host<double>();
+          for (std::int64_t i = 0; i < n; ++i) {
+            ASSERT_EQ(got[static_cast<std::size_t>(i)], value_at(first_rank(root, unequal_local_count), i, 2 + root))
+                << "broadcast from " << root << ", n " << n << ", element " << i;
+          }
+        }
+      }
+      std::vector<Tensor> in = inputs_of(n, dtype, 9), gathered;
+      for (int j = 0; j < local; ++j) gathered.push_back(Tensor::zeros(*engine, {ranks * n}, dtype, device(j)));
+      comm.allgather(in, gathered);
+      for (const Tensor& x : gathered) {
+        const auto got = x.to_host<double>();
+        for (std::int64_t i = 0; i < ranks * n; ++i) {
+          ASSERT_EQ(got[static_cast<std::size_t>(i)], value_at(static_cast<int>(i / n), i % n, 9))
+              << "allgather, n " << n << ", element " << i;
+        }
+      }
+      for (ReduceOp op : {ReduceOp::sum, ReduceOp::mean}) {
+        std::vector<Tensor> blocks = inputs_of(ranks * n, dtype, 11), scattered;
+        for (int j = 0; j < local; ++j) scattered.push_back(Tensor::zeros(*engine, {n}, dtype, device(j)));
+        comm.reduce_scatter(blocks, scattered, op);
+        for (int j = 0; j < local; ++j) {
+          const auto got = scattered[static_cast<std::size_t>(j)].to_host<double>();
+          for (std::int64_t i = 0; i < n; ++i) {
+            double sum = 0;
+            for (int r = 0; r < ranks; ++r) sum += value_at(r, (mine + j) * n + i, 11);
+            ASSERT_EQ(got[static_cast<std::size_t>(i)], reduced(sum, op, ranks, dtype))
+                << "reduce_scatter, n " << n << ", local " << j << ", element " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
+// Outputs sized for another number of ranks than the processes' tensors
+// make, on every process or on all but process 0: an error on every process.
+// The communicator goes on.
+TEST(CommMpi, RankCountsThatDoNotMatchTheShapesFailOnEveryProcess) {
+  auto engine = engine_with_devices(3);
+  Communicator comm = Communicator::world(*engine);
+  SKIP_UNLESS_SEVERAL_PROCESSES(comm);
+  const int p = comm.process_rank(), local = unequal_local_count(p);
+  const int ranks = first_rank(comm.process_count(), unequal_local_count);
+  auto expect_failure = [](const Tensor& t, const std::string& expected) {
+    try {
+      t.to_host<float>();
+      ADD_FAILURE() << "a collective of mismatched ranks succeeded";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+  };
+  for (int extra : {1, 0}) {
+    std::vector<Tensor> in, out, blocks, scattered;
+    const int assumed = ranks + (extra ? 1 : p);  // every process alike, then one per process
+    for (int j = 0; j < local; ++j) {
+      in.push_back(Tensor::full(*engine, {3}, 1.0, DType::float32, Device::emulated(j)));
+      out.push_back(Tensor::zeros(*engine, {assumed * 3}, DType::float32, Device::emulated(j)));
+      blocks.push_back(Tensor::full(*engine, {assumed * 3}, 1.0, DType::float32, Device::emulated(j)));
+      scattered.push_back(Tensor::zeros(*engine, {3}, DType::float32, Device::emulated(j)));
+    }
+    comm.allgather(in, out);
+    comm.reduce_scatter(blocks, scattered);
+    // Process 0's shapes are right when they differ: it learns of the
+    // others' through the disagreement; the others see their counts.
+    const std::string expected = !extra && p == 0 ? "disagree" : "local tensors";
+    expect_failure(out[0], expected);
+    expect_failure(scattered[0], expected);
+  }
+  // Shapes that hold no whole number of ranks, or fewer than this process
+  // gives, are rejected at push on the process that has them.
+  Tensor x = Tensor::full(*engine, {3}, 1.0, DType::float32, Device::emulated(0));
+  Tensor y = Tensor::full(*engine, {3}, 1.0, DType::float32, Device::emulated(1));
+  EXPECT_THROW(comm.allgather({x}, {Tensor::zeros(*engine, {7}, DType::float32)}), std::invalid_argument);
+  EXPECT_THROW(comm.allgather({x, y}, {Tensor::zeros(*engine, {3}, DType::float32),
+                                       Tensor::zeros(*engine, {3}, DType::float32)}),
+               std::invalid_argument);
+  EXPECT_THROW(comm.reduce_scatter({Tensor::zeros(*engine, {8}, DType::float32)}, {x}), std::invalid_argument);
+  std::vector<Tensor> t;
+  for (int j = 0; j < local; ++j) t.push_back(Tensor::full(*engine, {5}, 1.0, DType::float32, Device::emulated(j)));
+  comm.allreduce(t);
+  for (float v : t[0].to_host<float>()) EXPECT_EQ(v, static_cast<float>(ranks));
 }
 
 TEST(CommMpi, MismatchedShapesFailOnEveryProcessAndTheCommunicatorGoesOn) {

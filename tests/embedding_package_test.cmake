@@ -8,7 +8,8 @@
 #   find_package      build tests/embedding_consumer against that prefix; run it
 #   add_subdirectory  build tests/embedding_consumer with depengine's sources; run it
 #   pkg_config        compile tests/embedding_consumer/consumer.c with the
-#                     compiler and `pkg-config --cflags --libs depengine`; run it
+#                     compiler and `pkg-config --cflags --libs depengine`, and
+#                     consumer_comm.cpp with `... depengine-comm`; run them
 
 cmake_minimum_required(VERSION 3.25)
 
@@ -31,7 +32,7 @@ function(build_and_run_consumer name build_type)
   run(${CMAKE_COMMAND} -S ${consumer_source} -B ${dir} -G ${GENERATOR} -DCMAKE_BUILD_TYPE=${build_type}
       -DCMAKE_C_COMPILER=${C_COMPILER} -DCMAKE_CXX_COMPILER=${CXX_COMPILER} ${ARGN})
   run(${CMAKE_COMMAND} --build ${dir} -j 2)
-  foreach(program consumer_cpp consumer_c_shared consumer_c_static)
+  foreach(program consumer_cpp consumer_c_shared consumer_c_static consumer_comm)
     run(${dir}/${program})
   endforeach()
 endfunction()
@@ -41,8 +42,10 @@ if(STEP STREQUAL "install")
   run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
   file(GLOB_RECURSE installed RELATIVE ${prefix} ${prefix}/*)
   foreach(expected include/depengine/engine.h include/depengine/c_api.h lib/libdepengine.a lib/libdepengine.so
+                   include/depengine/comm.h include/depengine/kvstore.h lib/libdepengine_comm.a
                    lib/cmake/depengine/depengineConfig.cmake lib/cmake/depengine/depengineConfigVersion.cmake
-                   lib/cmake/depengine/depengineTargets.cmake lib/pkgconfig/depengine.pc)
+                   lib/cmake/depengine/depengineTargets.cmake lib/pkgconfig/depengine.pc
+                   lib/pkgconfig/depengine-comm.pc)
     if(NOT expected IN_LIST installed)
       message(FATAL_ERROR "not installed: ${expected}; installed: ${installed}")
     endif()
@@ -72,6 +75,15 @@ elseif(STEP STREQUAL "pkg_config")
   file(MAKE_DIRECTORY ${dir})
   run(${C_COMPILER} -std=c99 ${consumer_source}/consumer.c ${flags} -o ${dir}/consumer_c)
   run(${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${prefix}/lib ${dir}/consumer_c)
+
+  execute_process(COMMAND pkg-config --cflags --libs depengine-comm OUTPUT_VARIABLE flags RESULT_VARIABLE rc
+                  OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "pkg-config does not find depengine-comm in ${prefix}/lib/pkgconfig")
+  endif()
+  separate_arguments(flags UNIX_COMMAND "${flags}")
+  run(${CXX_COMPILER} -std=c++20 ${consumer_source}/consumer_comm.cpp ${flags} -o ${dir}/consumer_comm)
+  run(${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${prefix}/lib ${dir}/consumer_comm)
 
 else()
   message(FATAL_ERROR "unknown STEP '${STEP}'")

@@ -5,9 +5,11 @@
 /// its local devices and across processes through Open MPI.
 ///
 /// A communicator is a group of *ranks*: each rank is one tensor slot of one
-/// process. Every collective takes one tensor per local device (the same
-/// number on every process) and combines every tensor of every process; rank
-/// `r` is local tensor `r % L` of process `r / L`, for `L` local tensors.
+/// process. Every collective takes one tensor per local device and combines
+/// every tensor of every process; processes may give different numbers of
+/// tensors. Ranks are numbered process by process, tensor by tensor: local
+/// tensor `j` of process `p` is rank `L_0 + ... + L_(p-1) + j`, for `L_q`
+/// local tensors on process `q`, and there are `R = L_0 + ... + L_(P-1)`.
 ///
 /// Collectives are asynchronous like any other operation: they return at
 /// once, read and write their tensors' variables, and a later operation on a
@@ -28,10 +30,10 @@
 /// them in push order only, however they became ready, so no process waits
 /// for a collective another process has not started. Each collective (or
 /// fused bucket) is preceded by a small metadata exchange (kind, dtype,
-/// element count, local tensor count, root, whether its inputs failed), so
-/// that mismatched shapes, dtypes or orders, or an input that failed on one
-/// process, give an error on every process instead of a hang or mixed-up
-/// data.
+/// element count, the number of ranks its shapes give, root, whether its
+/// inputs failed), so that mismatched shapes, dtypes or orders, or an input
+/// that failed on one process, give an error on every process instead of a
+/// hang or mixed-up data.
 ///
 /// **Errors.** Bad arguments (no tensors, a null tensor, one of another
 /// engine, tensors that differ in shape or dtype, a tensor listed twice,
@@ -142,18 +144,23 @@ class Communicator {
   CommStats stats() const;
 
   /// In place: afterwards every tensor (of every process) holds the sum or
-  /// the mean over all of them. float32 or float64, one shape for all.
+  /// the mean (the sum over `R`, the tensors of every process) over all of
+  /// them. float32 or float64, one shape for all.
   void allreduce(std::vector<Tensor> tensors, ReduceOp op = ReduceOp::sum,
                  const PushOptions& options = {});
-  /// Every tensor gets the value of local tensor 0 of `root_process`. Any dtype.
+  /// Every tensor of every process gets the value of local tensor 0 of
+  /// `root_process` (its first, when it gives several). Any dtype.
   void broadcast(std::vector<Tensor> tensors, int root_process = 0, const PushOptions& options = {});
   /// Each output (one per local device, `R` times the elements of an input,
   /// for `R` ranks) gets every rank's input, concatenated in rank order.
-  /// Any dtype; inputs share a shape, outputs share a shape.
+  /// Any dtype; inputs share a shape, outputs share a shape. Across
+  /// processes the local tensor counts are gathered first: outputs sized for
+  /// another `R` fail the call on every process.
   void allgather(std::vector<Tensor> inputs, std::vector<Tensor> outputs,
                  const PushOptions& options = {});
   /// Inputs hold `R` blocks of one output's size; output of rank `r` gets
-  /// block `r` reduced over every rank. float32 or float64.
+  /// block `r` reduced over every rank (the mean: over `R`). float32 or
+  /// float64. As for allgather, inputs sized for another `R` fail the call.
   void reduce_scatter(std::vector<Tensor> inputs, std::vector<Tensor> outputs,
                       ReduceOp op = ReduceOp::sum, const PushOptions& options = {});
   /// Blocks until every process reached the barrier, after this process
