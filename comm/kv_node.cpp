@@ -123,6 +123,7 @@ void KvNode::submit(KvJob job) {
 }
 
 void KvNode::send_value(int process, std::uint64_t request, Tensor value, Completion done) {
+  if (process == layout_.rank) return copy_reply_locally(request, value, std::move(done));
   std::unique_lock lock(mutex_);
   if (broken_ || stop_) {
     const std::exception_ptr error = broken_ ? broken_ : kv_error("the store is shutting down");
@@ -151,6 +152,57 @@ void KvNode::send_status(int process, std::uint64_t request, std::string error) 
   inbox_.statuses.push_back(s);
   news_ = true;
   wake_.notify_one();
+}
+
+void KvNode::local_push_read(std::uint64_t request) {
+  {
+    std::lock_guard lock(mutex_);
+    inbox_.local_reads_done.push_back(request);
+    news_ = true;
+  }
+  wake_.notify_one();
+}
+
+// The reply of this process's shard to this process: copied into the
+// receive's memory on the thread that runs the reply operation. A receive
+// being copied into is not revoked until the copy ends (its job waits).
+void KvNode::copy_reply_locally(std::uint64_t request, const Tensor& value, Completion done) {
+  LocalReceive receive;
+  {
+    std::lock_guard lock(local_mutex_);
+    auto it = local_receives_.find(request);
+    if (it == local_receives_.end()) {
+      done(kv_error("a reply came after its request ended"));
+      return;
+    }
+    it->second.copying = true;
+    receive = it->second;
+  }
+  std::memcpy(receive.into, value.data(), std::min(receive.bytes, value.nbytes()));
+  {
+    std::lock_guard lock(local_mutex_);
+    local_receives_.erase(request);
+  }
+  local_copied_.notify_all();
+  {
+    std::lock_guard lock(mutex_);
+    inbox_.local_receives_done.push_back(request);
+    news_ = true;
+  }
+  wake_.notify_one();
+  done(nullptr);
+}
+
+void KvNode::revoke_local_receives(const ActiveJob& a) {
+  std::unique_lock lock(local_mutex_);
+  for (const KvJob::Receive& r : a.job.receives) {
+    if (r.process != layout_.rank) continue;
+    local_copied_.wait(lock, [&] {
+      auto it = local_receives_.find(r.request);
+      return it == local_receives_.end() || !it->second.copying;
+    });
+    local_receives_.erase(r.request);
+  }
 }
 
 void KvNode::set_update(KVUpdate update) {
@@ -230,7 +282,8 @@ void KvNode::run() {
       news_ = false;
       stopping = stop_;
     }
-    const bool had_news = !in.jobs.empty() || !in.values.empty() || !in.statuses.empty() || !in.barriers.empty();
+    const bool had_news = !in.jobs.empty() || !in.values.empty() || !in.statuses.empty() || !in.barriers.empty() ||
+                          !in.local_reads_done.empty() || !in.local_receives_done.empty();
     take_inbox(in);
     if (stopping && !busy()) return;
     const auto before = last_message_;
@@ -267,6 +320,12 @@ void KvNode::run() {
 }
 
 void KvNode::take_inbox(Inbox& in) {
+  for (std::uint64_t request : in.local_reads_done) {
+    if (auto it = watched_.find(request); it != watched_.end()) --it->second->local_reads;
+  }
+  for (std::uint64_t request : in.local_receives_done) {
+    if (auto it = watched_.find(request); it != watched_.end()) --it->second->local_receives;
+  }
   if (broken_) {
     for (KvJob& job : in.jobs) job.done(broken_);
     for (ValueSend& v : in.values) v.done(broken_);
@@ -305,7 +364,11 @@ void KvNode::post_job(KvJob job) {
   int rc = MPI_SUCCESS;
   for (const KvJob::Receive& r : a.job.receives) {
     MPI_Request request = MPI_REQUEST_NULL;
-    if (rc == MPI_SUCCESS) {
+    if (r.process == layout_.rank) {
+      std::lock_guard lock(local_mutex_);
+      local_receives_[r.request] = {.into = r.into, .bytes = r.bytes, .copying = false};
+      ++a.local_receives;
+    } else if (rc == MPI_SUCCESS) {
       rc = MPI_Irecv(r.into, bytes_count(r.bytes), MPI_BYTE, r.process, reply_tag(r.request), world_, &request);
     }
     a.requests.push_back(request);
@@ -313,6 +376,10 @@ void KvNode::post_job(KvJob job) {
   }
   for (std::uint64_t request : a.job.acknowledged) watched_[request] = &a;
   for (const KvJob::Message& m : a.job.messages) {
+    if (m.process == layout_.rank) {
+      deliver_locally(a, m);
+      continue;
+    }
     MPI_Request request = MPI_REQUEST_NULL;
     if (rc == MPI_SUCCESS) {
       rc = MPI_Isend(&m.header, sizeof m.header, MPI_BYTE, m.process, kv_wire::kHeaderTag, world_, &request);
@@ -329,6 +396,26 @@ void KvNode::post_job(KvJob job) {
   if (rc != MPI_SUCCESS) break_node("MPI failed to start a request: " + mpi_runtime::mpi_error_text(rc));
 }
 
+// A message to this process's own shard: handed over directly, in the
+// order of the worker's messages; a push's value is read in place.
+void KvNode::deliver_locally(ActiveJob& a, const KvJob::Message& m) {
+  const kv_wire::Header& h = m.header;
+  last_message_ = Clock::now();
+  if (h.kind == kv_wire::Kind::finish) a_worker_finished_ = true;
+  if (h.kind == kv_wire::Kind::push && h.has_payload) {
+    ++a.local_reads;
+    watched_[h.request] = &a;
+    shard_->on_local_push(layout_.rank, h, m.payload);
+    return;
+  }
+  Tensor payload;
+  if (h.has_payload) {
+    payload = shard_->payload_buffer(h);
+    std::memcpy(payload.data(), m.payload, payload.nbytes());
+  }
+  shard_->on_message(layout_.rank, h, std::move(payload));
+}
+
 void KvNode::post_value(ValueSend send) {
   const int rc = MPI_Isend(send.value.data(), bytes_count(send.value.nbytes()), MPI_BYTE, send.process,
                            reply_tag(send.request), world_, &send.mpi);
@@ -341,6 +428,7 @@ void KvNode::post_value(ValueSend send) {
 }
 
 void KvNode::post_status(StatusSend send) {
+  if (send.process == layout_.rank) return on_status(send.status);
   status_sends_.push_back(send);
   StatusSend& s = status_sends_.back();
   s.started = Clock::now();
@@ -404,21 +492,25 @@ void KvNode::poll_statuses() {
     const int rc = MPI_Irecv(&status_in_, sizeof status_in_, MPI_BYTE, MPI_ANY_SOURCE, kv_wire::kStatusTag, world_,
                              &status_recv_);
     if (rc != MPI_SUCCESS) return break_node("MPI_Irecv of a status failed: " + mpi_runtime::mpi_error_text(rc));
-    auto it = watched_.find(s.request);
-    if (it == watched_.end()) continue;
-    ActiveJob& a = *it->second;
-    if (s.failed) {
-      if (!a.error) {
-        a.error = kv_error(std::string(s.text, strnlen(s.text, sizeof s.text)));
-        // The replies will not come: end their receives.
-        for (std::size_t i = 0; i < a.job.receives.size(); ++i) {
-          if (a.requests[i] != MPI_REQUEST_NULL) MPI_Cancel(&a.requests[i]);
-        }
+    on_status(s);
+  }
+}
+
+void KvNode::on_status(const kv_wire::Status& s) {
+  auto it = watched_.find(s.request);
+  if (it == watched_.end()) return;
+  ActiveJob& a = *it->second;
+  if (s.failed) {
+    if (!a.error) {
+      a.error = kv_error(std::string(s.text, strnlen(s.text, sizeof s.text)));
+      // The replies will not come: end their receives.
+      for (std::size_t i = 0; i < a.job.receives.size() && i < a.requests.size(); ++i) {
+        if (a.requests[i] != MPI_REQUEST_NULL) MPI_Cancel(&a.requests[i]);
       }
-      a.awaited = 0;
-    } else if (a.awaited > 0) {
-      --a.awaited;
     }
+    a.awaited = 0;
+  } else if (a.awaited > 0) {
+    --a.awaited;
   }
 }
 
@@ -431,7 +523,9 @@ void KvNode::poll_jobs() {
       it->error = kv_error("a request failed: " + mpi_runtime::mpi_error_text(rc));
       flag = 1;
     }
-    if (flag && (it->awaited == 0 || it->error)) {
+    // A failed job still waits for its local pushes' reads (its memory is
+    // the program's), not for replies that will not come.
+    if (flag && (it->awaited == 0 || it->error) && it->local_reads == 0 && (it->local_receives == 0 || it->error)) {
       auto done = it++;
       end_job(done);
     } else {
@@ -441,8 +535,12 @@ void KvNode::poll_jobs() {
 }
 
 void KvNode::end_job(std::list<ActiveJob>::iterator it) {
+  if (it->local_receives > 0) revoke_local_receives(*it);
   for (const KvJob::Receive& r : it->job.receives) watched_.erase(r.request);
   for (std::uint64_t request : it->job.acknowledged) watched_.erase(request);
+  for (const KvJob::Message& m : it->job.messages) {
+    if (m.process == layout_.rank && m.header.kind == kv_wire::Kind::push) watched_.erase(m.header.request);
+  }
   const std::exception_ptr error = it->error;
   KvJob job = std::move(it->job);
   jobs_.erase(it);
@@ -517,9 +615,26 @@ void KvNode::break_node(const std::string& why) {
     broken_ = error;
   }
   mpi_runtime::mark_broken();
+  // A job whose local pushes are still being read stays until they are
+  // (the shard's engine reads the program's memory); its MPI requests are
+  // abandoned like the others'.
   std::list<ActiveJob> jobs;
   jobs.swap(jobs_);
-  watched_.clear();
+  for (ActiveJob& a : jobs) {
+    revoke_local_receives(a);
+    a.local_receives = 0;
+    a.requests.clear();
+    if (!a.error) a.error = error;
+  }
+  for (auto it = jobs.begin(); it != jobs.end();) {
+    auto next = std::next(it);
+    if (it->local_reads > 0) jobs_.splice(jobs_.end(), jobs, it);
+    it = next;
+  }
+  for (auto it = watched_.begin(); it != watched_.end();) {
+    const bool kept = std::any_of(jobs_.begin(), jobs_.end(), [&](const ActiveJob& a) { return &a == it->second; });
+    it = kept ? std::next(it) : watched_.erase(it);
+  }
   for (ActiveJob& a : jobs) a.job.done(error);
   for (ValueSend& v : value_sends_) v.done(error);
   value_sends_.clear();

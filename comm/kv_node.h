@@ -101,6 +101,7 @@ class KvNode final : public KvReplies {
 
   void send_value(int process, std::uint64_t request, Tensor value, Completion done) override;
   void send_status(int process, std::uint64_t request, std::string error) override;
+  void local_push_read(std::uint64_t request) override;
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -108,8 +109,17 @@ class KvNode final : public KvReplies {
     KvJob job;
     std::vector<MPI_Request> requests;  // the receives, then the messages' sends
     int awaited = 0;                    // statuses still to come
+    int local_reads = 0;                // pushes to this process's shard still reading the job's memory
+    int local_receives = 0;             // replies of this process's shard still to be copied
     std::exception_ptr error;
     Clock::time_point started;
+  };
+  // A receive from this process's own shard: its reply is copied straight
+  // into `into` by the reply operation (send_value), not sent through MPI.
+  struct LocalReceive {
+    void* into = nullptr;
+    std::size_t bytes = 0;
+    bool copying = false;
   };
   struct PendingPayload {
     MPI_Request request = MPI_REQUEST_NULL;
@@ -133,6 +143,8 @@ class KvNode final : public KvReplies {
     Clock::time_point started;
   };
   struct Inbox {
+    std::vector<std::uint64_t> local_reads_done;     // requests of on_local_push
+    std::vector<std::uint64_t> local_receives_done;  // requests copied by copy_reply_locally
     std::vector<KvJob> jobs;
     std::vector<ValueSend> values;
     std::vector<StatusSend> statuses;
@@ -147,6 +159,10 @@ class KvNode final : public KvReplies {
   void post_status(StatusSend send);
   void poll_headers();
   void poll_statuses();
+  void on_status(const kv_wire::Status& s);
+  void deliver_locally(ActiveJob& a, const KvJob::Message& m);
+  void copy_reply_locally(std::uint64_t request, const Tensor& value, Completion done);
+  void revoke_local_receives(const ActiveJob& a);
   void poll_jobs();
   void poll_sends();
   void poll_barrier();
@@ -176,6 +192,12 @@ class KvNode final : public KvReplies {
   bool news_ = false, stop_ = false, released_ = false, finishing_ = false;
   std::exception_ptr broken_;
   std::uint64_t next_request_ = 0;
+
+  // This process's receives from its own shard, by request (the reply
+  // operations copy into them from engine threads).
+  std::mutex local_mutex_;
+  std::condition_variable local_copied_;
+  std::map<std::uint64_t, LocalReceive> local_receives_;
 
   // The progress thread's own.
   std::list<ActiveJob> jobs_;
