@@ -61,6 +61,9 @@ KvNode::KvNode(KvLayout layout, bool sync, KVUpdate update)
     shard_.emplace(*server_engine_, *this, layout_.workers(), sync_, std::move(update));
   }
   last_message_ = Clock::now();
+  last_alive_sent_ = last_message_;
+  heard_from_.assign(static_cast<std::size_t>(layout_.workers()), last_message_);
+  finished_from_.assign(static_cast<std::size_t>(layout_.workers()), false);
   if (shard_) {
     check_mpi(MPI_Irecv(&header_in_, sizeof header_in_, MPI_BYTE, MPI_ANY_SOURCE, kv_wire::kHeaderTag, world_,
                         &header_recv_),
@@ -224,6 +227,10 @@ void KvNode::barrier() {
 
 void KvNode::finish() {
   if (layout_.is_worker()) {
+    {
+      std::lock_guard lock(mutex_);
+      finish_sent_ = true;
+    }
     std::promise<void> sent;
     std::future<void> all_sent = sent.get_future();
     KvJob job;
@@ -240,7 +247,11 @@ void KvNode::finish() {
   if (shard_) wait_released();
 }
 
-void KvNode::serve() { wait_released(); }
+void KvNode::serve() {
+  wait_released();
+  std::lock_guard lock(mutex_);
+  if (broken_) std::rethrow_exception(broken_);
+}
 
 void KvNode::wait_released() {
   std::unique_lock lock(mutex_);
@@ -294,6 +305,7 @@ void KvNode::run() {
     poll_barrier();
     check_deadlines();
     update_released();
+    send_alive();
     if (busy()) {
       std::this_thread::yield();
       idle_poll = kIdlePollMin;
@@ -313,10 +325,44 @@ void KvNode::run() {
       // Unannounced messages may come: poll again after a growing sleep.
       wake_.wait_for(lock, idle_poll, [this] { return news_; });
       idle_poll = std::min<std::chrono::microseconds>(idle_poll * 2, kIdlePollMax);
+    } else if (layout_.is_worker()) {
+      wake_.wait_for(lock, alive_interval(), [this] { return news_; });
     } else {
       wake_.wait(lock, [this] { return news_; });
     }
   }
+}
+
+void KvNode::send_alive() {
+  const auto now = Clock::now();
+  if (!layout_.is_worker() || broken_ || now - last_alive_sent_ < alive_interval()) return;
+  {
+    std::lock_guard lock(mutex_);
+    if (finish_sent_) return;
+  }
+  last_alive_sent_ = now;
+  KvJob job;
+  for (int s = 0; s < layout_.shards(); ++s) {
+    if (layout_.shard_process(s) == layout_.rank) continue;
+    kv_wire::Header h;
+    h.kind = kv_wire::Kind::alive;
+    h.worker = layout_.rank;
+    job.messages.push_back({.process = layout_.shard_process(s), .header = h});
+  }
+  if (job.messages.empty()) return;
+  job.done = [](std::exception_ptr) {};
+  post_job(std::move(job));
+}
+
+std::string KvNode::silent_workers() const {
+  const auto now = Clock::now();
+  std::string silent;
+  for (int w = 0; w < layout_.workers(); ++w) {
+    const auto i = static_cast<std::size_t>(w);
+    if (finished_from_[i] || now - heard_from_[i] <= std::chrono::duration<double>(timeout_)) continue;
+    silent += (silent.empty() ? "" : ", ") + std::to_string(w);
+  }
+  return silent;
 }
 
 void KvNode::take_inbox(Inbox& in) {
@@ -401,7 +447,8 @@ void KvNode::post_job(KvJob job) {
 void KvNode::deliver_locally(ActiveJob& a, const KvJob::Message& m) {
   const kv_wire::Header& h = m.header;
   last_message_ = Clock::now();
-  if (h.kind == kv_wire::Kind::finish) a_worker_finished_ = true;
+  heard_from_[static_cast<std::size_t>(layout_.rank)] = last_message_;
+  if (h.kind == kv_wire::Kind::finish) finished_from_[static_cast<std::size_t>(layout_.rank)] = true;
   if (h.kind == kv_wire::Kind::push && h.has_payload) {
     ++a.local_reads;
     watched_[h.request] = &a;
@@ -451,7 +498,10 @@ void KvNode::poll_headers() {
     p.source = status.MPI_SOURCE;
     p.header = header_in_;
     p.started = Clock::now();
-    if (p.header.kind == kv_wire::Kind::finish) a_worker_finished_ = true;
+    if (p.source < layout_.workers()) {
+      heard_from_[static_cast<std::size_t>(p.source)] = last_message_;
+      if (p.header.kind == kv_wire::Kind::finish) finished_from_[static_cast<std::size_t>(p.source)] = true;
+    }
     if (p.header.has_payload) {
       p.into = shard_->payload_buffer(p.header);
       const int rc = MPI_Irecv(p.into.data(), bytes_count(p.into.nbytes()), MPI_BYTE, p.source, kv_wire::kPayloadTag,
@@ -653,8 +703,8 @@ void KvNode::break_node(const std::string& why) {
 }
 
 // A process hosting a shard may go once every worker is done and every
-// reply is out; or when the node broke; or when a worker finished and then
-// nothing came for the timeout (the others are gone).
+// reply is out; or when the node broke; or when a worker that did not
+// finish went silent for the timeout (it died or hangs: the node breaks).
 void KvNode::update_released() {
   bool finishing = false;
   {
@@ -665,10 +715,14 @@ void KvNode::update_released() {
   bool release = broken_ != nullptr || !shard_;
   if (shard_ && !release) {
     release = shard_->finished_workers() >= layout_.workers() && shard_->replies_pending() == 0 && !busy();
-    if (!release && a_worker_finished_ && Clock::now() - last_message_ > std::chrono::duration<double>(timeout_)) {
-      std::fprintf(stderr, "depengine::KVStore: %d of %d workers finished and nothing came for %s s "
-                           "(DEPENGINE_COMM_TIMEOUT); the server stops\n",
-                   shard_->finished_workers(), layout_.workers(), seconds_text(timeout_).c_str());
+    const std::string silent = release ? std::string() : silent_workers();
+    if (!silent.empty()) {
+      const std::string why = "worker process(es) " + silent + " neither finished nor sent anything for " +
+                              seconds_text(timeout_) +
+                              " s (DEPENGINE_COMM_TIMEOUT): they died or hang; the shard stops serving";
+      // A dedicated server's create() throws it; a worker's store is being dropped.
+      if (layout_.is_worker()) std::fprintf(stderr, "depengine::KVStore: %s\n", why.c_str());
+      break_node(why);
       release = true;
     }
   }

@@ -14,7 +14,10 @@
 //
 // Every job, reply and barrier has DEPENGINE_COMM_TIMEOUT seconds to end:
 // after that the node is broken, everything pending fails, and so does
-// whatever comes later.
+// whatever comes later. A worker tells the other processes' shards every
+// quarter of that time that it is alive, so that a shard waiting for the
+// workers to finish knows when one is gone: one that neither finished nor
+// said anything for the timeout.
 
 #include <chrono>
 #include <condition_variable>
@@ -93,9 +96,9 @@ class KvNode final : public KvReplies {
   /// A worker whose store is gone: tells every shard, then, hosting one,
   /// serves until every worker is done.
   void finish();
-  /// A dedicated server: serves until every worker is done (or is gone:
-  /// nothing came for the timeout after a first worker finished), or the
-  /// node broke.
+  /// A dedicated server: serves until every worker is done. Throws when
+  /// the node broke, or when a worker went silent for the timeout without
+  /// finishing (it died or hangs).
   void serve();
   std::string describe() const;
 
@@ -168,6 +171,10 @@ class KvNode final : public KvReplies {
   void poll_barrier();
   void check_deadlines();
   void update_released();
+  void send_alive();
+  std::chrono::duration<double> alive_interval() const { return std::chrono::duration<double>(timeout_ / 4); }
+  /// The workers that neither finished nor said anything for the timeout.
+  std::string silent_workers() const;
   void end_job(std::list<ActiveJob>::iterator it);
   void break_node(const std::string& why);
   std::exception_ptr broken_error() const;
@@ -210,8 +217,11 @@ class KvNode final : public KvReplies {
   MPI_Request header_recv_ = MPI_REQUEST_NULL, status_recv_ = MPI_REQUEST_NULL;
   kv_wire::Header header_in_;
   kv_wire::Status status_in_;
-  Clock::time_point last_message_, last_active_;
-  bool a_worker_finished_ = false;
+  Clock::time_point last_message_, last_active_, last_alive_sent_;
+  // By worker rank: when a message of it last came, and whether it finished.
+  std::vector<Clock::time_point> heard_from_;
+  std::vector<bool> finished_from_;
+  bool finish_sent_ = false;  // under mutex_: no more alive messages
 
   std::thread thread_;
 };

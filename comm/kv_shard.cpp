@@ -78,6 +78,7 @@ void KvShard::set_update(KVUpdate update) {
 
 void KvShard::on_message(int source, const kv_wire::Header& h, Tensor payload) {
   using kv_wire::Kind;
+  if (h.kind == Kind::alive) return;
   if (h.kind == Kind::finish) {
     ++finished_;
     return;
