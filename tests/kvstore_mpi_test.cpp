@@ -266,6 +266,35 @@ TEST_P(KVStoreMpi, InitWithDifferentShapesFailsOnEveryWorker) {
   for (float v : good.to_host<float>()) EXPECT_EQ(v, static_cast<float>(workers()));
 }
 
+// String keys across processes: sharded like the ints they stand for
+// (a name cut into parts too); a name never initialised throws at the call.
+TEST_P(KVStoreMpi, StringKeys) {
+  Engine& engine = *engine_;
+  auto kv = KVStore::create(engine, "dist_sync", options(1024));
+  if (!kv.is_worker()) return;
+  const std::vector<std::string> names = {"layer0.weight", "layer0.bias", "w"};
+  const std::vector<std::int64_t> sizes = {1000, 3, 0};
+  std::vector<Tensor> inits;
+  for (std::int64_t n : sizes) inits.push_back(Tensor::zeros(engine, {n}));
+  kv.init(names, inits);
+  for (int round = 1; round <= 2; ++round) {
+    for (std::size_t k = 0; k < names.size(); ++k) {
+      const int key = KVStore::key_of(names[k]);
+      Tensor out = Tensor::empty(engine, {sizes[k]});
+      kv.pushpull(names[k], {tensor_of(engine, sizes[k], DType::float32, Device::cpu(), key, kv.rank(), round)},
+                  {out});
+      const std::vector<double> got = host_of(out);
+      for (std::int64_t i = 0; i < sizes[k]; ++i) {
+        double want = 0;
+        for (int w = 0; w < workers(); ++w) want += value_at(key, w, round, i);
+        ASSERT_EQ(got[static_cast<std::size_t>(i)], want) << names[k] << " element " << i;
+      }
+    }
+  }
+  EXPECT_THROW(kv.pull("layer1.weight", {Tensor::empty(engine, {1000})}), std::invalid_argument);
+  kv.barrier();
+}
+
 // A key whose first part lives on `shard` (of `shards`), from `from` on.
 int key_on_shard(int shard, int shards, int from) {
   int key = from;
