@@ -25,7 +25,10 @@
 /// on dedicated server processes (`KVStoreOptions::servers = N`: the last N
 /// ranks). On a server process `create` serves until every worker's store
 /// is gone and then returns a store with `is_worker() == false`, whose only
-/// use is to be dropped (the program then typically returns from main).
+/// use is to be dropped (the program then typically returns from main); it
+/// throws std::runtime_error instead when a worker that did not finish sent
+/// nothing for `DEPENGINE_COMM_TIMEOUT` seconds (it died or hangs; workers
+/// say they are alive every quarter of that time).
 /// In a world of one process the dist types run as `"local"` (describe()
 /// says so).
 ///
