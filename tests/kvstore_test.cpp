@@ -24,6 +24,17 @@ namespace {
 
 class KVStoreLocal : public ::testing::TestWithParam<std::string> {};
 
+// `call` throws std::invalid_argument whose message contains `text`.
+template <class Call>
+void expect_invalid(Call call, const std::string& text) {
+  try {
+    call();
+    ADD_FAILURE() << "no exception; expected one mentioning '" << text << "'";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+  }
+}
+
 // Random keys and sizes (0, 1, odd, large), pushes from 3 devices, pulls
 // onto every device, several rounds with priorities; no updater: the store
 // holds the last merged sum.
@@ -163,14 +174,6 @@ TEST_P(KVStoreLocal, BadInputThrowsAtTheCall) {
   auto kv = KVStore::create(*engine, GetParam());
   kv.init(1, Tensor::zeros(*engine, {4}));
   Tensor out = Tensor::full(*engine, {4}, 7.0);
-  auto expect_invalid = [](auto call, const std::string& text) {
-    try {
-      call();
-      ADD_FAILURE() << "no exception; expected one mentioning '" << text << "'";
-    } catch (const std::invalid_argument& e) {
-      EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
-    }
-  };
   expect_invalid([&] { kv.push(2, {Tensor::zeros(*engine, {4})}); }, "never initialised");
   expect_invalid([&] { kv.pull(2, {out}); }, "never initialised");
   expect_invalid([&] { kv.push(1, {Tensor::zeros(*engine, {5})}); }, "does not match key 1");
@@ -232,14 +235,6 @@ TEST_P(KVStoreLocal, StringKeys) {
   EXPECT_EQ(updated, (std::vector<int>{KVStore::key_of("w"), KVStore::key_of("a"), KVStore::key_of("b"),
                                        KVStore::key_of("a")}));
 
-  auto expect_invalid = [](auto call, const std::string& text) {
-    try {
-      call();
-      ADD_FAILURE() << "no exception; expected one mentioning '" << text << "'";
-    } catch (const std::invalid_argument& e) {
-      EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
-    }
-  };
   expect_invalid([&] { kv.pull("never", {w}); }, "key 'never' was never initialised");
   expect_invalid([&] { kv.push("never", {w}); }, "key 'never' was never initialised");
   expect_invalid([&] { kv.pushpull("never", {w}, {w}); }, "key 'never' was never initialised");
