@@ -181,7 +181,9 @@ void KvNode::copy_reply_locally(std::uint64_t request, const Tensor& value, Comp
     it->second.copying = true;
     receive = it->second;
   }
-  std::memcpy(receive.into, value.data(), std::min(receive.bytes, value.nbytes()));
+  if (const std::size_t bytes = std::min(receive.bytes, value.nbytes()); bytes > 0) {
+    std::memcpy(receive.into, value.data(), bytes);
+  }
   {
     std::lock_guard lock(local_mutex_);
     local_receives_.erase(request);
@@ -458,7 +460,7 @@ void KvNode::deliver_locally(ActiveJob& a, const KvJob::Message& m) {
   Tensor payload;
   if (h.has_payload) {
     payload = shard_->payload_buffer(h);
-    std::memcpy(payload.data(), m.payload, payload.nbytes());
+    if (payload.nbytes() > 0) std::memcpy(payload.data(), m.payload, payload.nbytes());
   }
   shard_->on_message(layout_.rank, h, std::move(payload));
 }

@@ -134,7 +134,7 @@ Tensor KvShard::own_buffer(const kv_wire::Header& h, Addend value) {
   Tensor buffer = payload_buffer(h);
   engine_.push(
       [d = buffer.data(), s = value.local, bytes = buffer.nbytes(), read = std::move(value.read)](RunContext&) mutable {
-        std::memcpy(d, s, bytes);
+        if (bytes > 0) std::memcpy(d, s, bytes);
         read.release();
       },
       {}, {buffer.var()}, {.name = "kvstore:local_push", .device = merge_device(buffer.nbytes())});
