@@ -17,6 +17,7 @@ namespace depengine::detail {
 /// What this process knows of a key: its init's shape and dtype, and how
 /// many times it pushed the key (dist_sync's pulls wait for that many rounds).
 struct KVKeyInfo {
+  std::string name;  // the string key that stands for this int, if one does
   Shape shape;
   DType dtype = DType::float32;
   std::int64_t numel = 0;

@@ -14,6 +14,7 @@
 #include "comm/inline_executor.h"
 #include "comm/kv_host_ops.h"
 #include "comm/kv_node.h"
+#include "comm/kv_sharding.h"
 #include "comm/mpi_runtime.h"
 
 namespace depengine::detail {
@@ -52,13 +53,6 @@ class PendingOps {
   std::condition_variable idle_;
   int pending_ = 0;
 };
-
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 // The device of the operations that hand a request to the node: inline on
 // the thread that found them ready (they only queue the job).
@@ -127,12 +121,13 @@ class DistBackend final : public KVBackend {
       source = ks.sum;
     }
     const std::vector<Part> parts = parts_of(key, info.dtype, info.numel);
+    const std::uint64_t first = node_->new_requests(parts.size());
     engine().push_async(
-        [this, parts, key, round = info.pushes, data = static_cast<const char*>(source.data()), dtype = info.dtype,
-         ticket = PendingOps::Ticket(ops_)](RunContext&, Completion done) mutable {
+        [this, parts, key, first, round = info.pushes, data = static_cast<const char*>(source.data()),
+         dtype = info.dtype, ticket = PendingOps::Ticket(ops_)](RunContext&, Completion done) mutable {
           KvJob job;
           for (std::size_t j = 0; j < parts.size(); ++j) {
-            kv_wire::Header h = header(kv_wire::Kind::push, key, j, dtype, parts[j].count, 0);
+            kv_wire::Header h = header(kv_wire::Kind::push, key, j, dtype, parts[j].count, first + j);
             h.round = round;
             h.has_payload = 1;
             job.messages.push_back({.process = parts[j].process,
@@ -234,11 +229,9 @@ class DistBackend final : public KVBackend {
         std::max<std::int64_t>(1, static_cast<std::int64_t>(part_bytes_ / dtype_size(dtype)));
     const std::int64_t count = std::max<std::int64_t>(1, (numel + per_part - 1) / per_part);
     const KvLayout& layout = node_->layout();
-    const std::uint64_t first_shard = mix(static_cast<std::uint64_t>(static_cast<std::uint32_t>(key)));
     std::vector<Part> parts;
     for (std::int64_t j = 0; j < count; ++j) {
-      const int shard = static_cast<int>((first_shard + static_cast<std::uint64_t>(j)) %
-                                         static_cast<std::uint64_t>(layout.shards()));
+      const int shard = kv_shard_of(key, j, layout.shards());
       const std::int64_t offset = j * per_part;
       parts.push_back({layout.shard_process(shard), offset, std::min(per_part, numel - offset)});
     }

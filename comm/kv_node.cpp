@@ -61,6 +61,9 @@ KvNode::KvNode(KvLayout layout, bool sync, KVUpdate update)
     shard_.emplace(*server_engine_, *this, layout_.workers(), sync_, std::move(update));
   }
   last_message_ = Clock::now();
+  last_alive_sent_ = last_message_;
+  heard_from_.assign(static_cast<std::size_t>(layout_.workers()), last_message_);
+  finished_from_.assign(static_cast<std::size_t>(layout_.workers()), false);
   if (shard_) {
     check_mpi(MPI_Irecv(&header_in_, sizeof header_in_, MPI_BYTE, MPI_ANY_SOURCE, kv_wire::kHeaderTag, world_,
                         &header_recv_),
@@ -123,6 +126,7 @@ void KvNode::submit(KvJob job) {
 }
 
 void KvNode::send_value(int process, std::uint64_t request, Tensor value, Completion done) {
+  if (process == layout_.rank) return copy_reply_locally(request, value, std::move(done));
   std::unique_lock lock(mutex_);
   if (broken_ || stop_) {
     const std::exception_ptr error = broken_ ? broken_ : kv_error("the store is shutting down");
@@ -153,6 +157,59 @@ void KvNode::send_status(int process, std::uint64_t request, std::string error) 
   wake_.notify_one();
 }
 
+void KvNode::local_push_read(std::uint64_t request) {
+  {
+    std::lock_guard lock(mutex_);
+    inbox_.local_reads_done.push_back(request);
+    news_ = true;
+  }
+  wake_.notify_one();
+}
+
+// The reply of this process's shard to this process: copied into the
+// receive's memory on the thread that runs the reply operation. A receive
+// being copied into is not revoked until the copy ends (its job waits).
+void KvNode::copy_reply_locally(std::uint64_t request, const Tensor& value, Completion done) {
+  LocalReceive receive;
+  {
+    std::lock_guard lock(local_mutex_);
+    auto it = local_receives_.find(request);
+    if (it == local_receives_.end()) {
+      done(kv_error("a reply came after its request ended"));
+      return;
+    }
+    it->second.copying = true;
+    receive = it->second;
+  }
+  if (const std::size_t bytes = std::min(receive.bytes, value.nbytes()); bytes > 0) {
+    std::memcpy(receive.into, value.data(), bytes);
+  }
+  {
+    std::lock_guard lock(local_mutex_);
+    local_receives_.erase(request);
+  }
+  local_copied_.notify_all();
+  {
+    std::lock_guard lock(mutex_);
+    inbox_.local_receives_done.push_back(request);
+    news_ = true;
+  }
+  wake_.notify_one();
+  done(nullptr);
+}
+
+void KvNode::revoke_local_receives(const ActiveJob& a) {
+  std::unique_lock lock(local_mutex_);
+  for (const KvJob::Receive& r : a.job.receives) {
+    if (r.process != layout_.rank) continue;
+    local_copied_.wait(lock, [&] {
+      auto it = local_receives_.find(r.request);
+      return it == local_receives_.end() || !it->second.copying;
+    });
+    local_receives_.erase(r.request);
+  }
+}
+
 void KvNode::set_update(KVUpdate update) {
   if (shard_) shard_->set_update(std::move(update));
 }
@@ -172,6 +229,10 @@ void KvNode::barrier() {
 
 void KvNode::finish() {
   if (layout_.is_worker()) {
+    {
+      std::lock_guard lock(mutex_);
+      finish_sent_ = true;
+    }
     std::promise<void> sent;
     std::future<void> all_sent = sent.get_future();
     KvJob job;
@@ -188,7 +249,11 @@ void KvNode::finish() {
   if (shard_) wait_released();
 }
 
-void KvNode::serve() { wait_released(); }
+void KvNode::serve() {
+  wait_released();
+  std::lock_guard lock(mutex_);
+  if (broken_) std::rethrow_exception(broken_);
+}
 
 void KvNode::wait_released() {
   std::unique_lock lock(mutex_);
@@ -230,7 +295,8 @@ void KvNode::run() {
       news_ = false;
       stopping = stop_;
     }
-    const bool had_news = !in.jobs.empty() || !in.values.empty() || !in.statuses.empty() || !in.barriers.empty();
+    const bool had_news = !in.jobs.empty() || !in.values.empty() || !in.statuses.empty() || !in.barriers.empty() ||
+                          !in.local_reads_done.empty() || !in.local_receives_done.empty();
     take_inbox(in);
     if (stopping && !busy()) return;
     const auto before = last_message_;
@@ -241,6 +307,7 @@ void KvNode::run() {
     poll_barrier();
     check_deadlines();
     update_released();
+    send_alive();
     if (busy()) {
       std::this_thread::yield();
       idle_poll = kIdlePollMin;
@@ -260,13 +327,53 @@ void KvNode::run() {
       // Unannounced messages may come: poll again after a growing sleep.
       wake_.wait_for(lock, idle_poll, [this] { return news_; });
       idle_poll = std::min<std::chrono::microseconds>(idle_poll * 2, kIdlePollMax);
+    } else if (layout_.is_worker()) {
+      wake_.wait_for(lock, alive_interval(), [this] { return news_; });
     } else {
       wake_.wait(lock, [this] { return news_; });
     }
   }
 }
 
+void KvNode::send_alive() {
+  const auto now = Clock::now();
+  if (!layout_.is_worker() || broken_ || now - last_alive_sent_ < alive_interval()) return;
+  {
+    std::lock_guard lock(mutex_);
+    if (finish_sent_) return;
+  }
+  last_alive_sent_ = now;
+  KvJob job;
+  for (int s = 0; s < layout_.shards(); ++s) {
+    if (layout_.shard_process(s) == layout_.rank) continue;
+    kv_wire::Header h;
+    h.kind = kv_wire::Kind::alive;
+    h.worker = layout_.rank;
+    job.messages.push_back({.process = layout_.shard_process(s), .header = h});
+  }
+  if (job.messages.empty()) return;
+  job.done = [](std::exception_ptr) {};
+  post_job(std::move(job));
+}
+
+std::string KvNode::silent_workers() const {
+  const auto now = Clock::now();
+  std::string silent;
+  for (int w = 0; w < layout_.workers(); ++w) {
+    const auto i = static_cast<std::size_t>(w);
+    if (finished_from_[i] || now - heard_from_[i] <= std::chrono::duration<double>(timeout_)) continue;
+    silent += (silent.empty() ? "" : ", ") + std::to_string(w);
+  }
+  return silent;
+}
+
 void KvNode::take_inbox(Inbox& in) {
+  for (std::uint64_t request : in.local_reads_done) {
+    if (auto it = watched_.find(request); it != watched_.end()) --it->second->local_reads;
+  }
+  for (std::uint64_t request : in.local_receives_done) {
+    if (auto it = watched_.find(request); it != watched_.end()) --it->second->local_receives;
+  }
   if (broken_) {
     for (KvJob& job : in.jobs) job.done(broken_);
     for (ValueSend& v : in.values) v.done(broken_);
@@ -305,7 +412,11 @@ void KvNode::post_job(KvJob job) {
   int rc = MPI_SUCCESS;
   for (const KvJob::Receive& r : a.job.receives) {
     MPI_Request request = MPI_REQUEST_NULL;
-    if (rc == MPI_SUCCESS) {
+    if (r.process == layout_.rank) {
+      std::lock_guard lock(local_mutex_);
+      local_receives_[r.request] = {.into = r.into, .bytes = r.bytes, .copying = false};
+      ++a.local_receives;
+    } else if (rc == MPI_SUCCESS) {
       rc = MPI_Irecv(r.into, bytes_count(r.bytes), MPI_BYTE, r.process, reply_tag(r.request), world_, &request);
     }
     a.requests.push_back(request);
@@ -313,6 +424,10 @@ void KvNode::post_job(KvJob job) {
   }
   for (std::uint64_t request : a.job.acknowledged) watched_[request] = &a;
   for (const KvJob::Message& m : a.job.messages) {
+    if (m.process == layout_.rank) {
+      deliver_locally(a, m);
+      continue;
+    }
     MPI_Request request = MPI_REQUEST_NULL;
     if (rc == MPI_SUCCESS) {
       rc = MPI_Isend(&m.header, sizeof m.header, MPI_BYTE, m.process, kv_wire::kHeaderTag, world_, &request);
@@ -329,6 +444,27 @@ void KvNode::post_job(KvJob job) {
   if (rc != MPI_SUCCESS) break_node("MPI failed to start a request: " + mpi_runtime::mpi_error_text(rc));
 }
 
+// A message to this process's own shard: handed over directly, in the
+// order of the worker's messages; a push's value is read in place.
+void KvNode::deliver_locally(ActiveJob& a, const KvJob::Message& m) {
+  const kv_wire::Header& h = m.header;
+  last_message_ = Clock::now();
+  heard_from_[static_cast<std::size_t>(layout_.rank)] = last_message_;
+  if (h.kind == kv_wire::Kind::finish) finished_from_[static_cast<std::size_t>(layout_.rank)] = true;
+  if (h.kind == kv_wire::Kind::push && h.has_payload) {
+    ++a.local_reads;
+    watched_[h.request] = &a;
+    shard_->on_local_push(layout_.rank, h, m.payload);
+    return;
+  }
+  Tensor payload;
+  if (h.has_payload) {
+    payload = shard_->payload_buffer(h);
+    if (payload.nbytes() > 0) std::memcpy(payload.data(), m.payload, payload.nbytes());
+  }
+  shard_->on_message(layout_.rank, h, std::move(payload));
+}
+
 void KvNode::post_value(ValueSend send) {
   const int rc = MPI_Isend(send.value.data(), bytes_count(send.value.nbytes()), MPI_BYTE, send.process,
                            reply_tag(send.request), world_, &send.mpi);
@@ -341,6 +477,7 @@ void KvNode::post_value(ValueSend send) {
 }
 
 void KvNode::post_status(StatusSend send) {
+  if (send.process == layout_.rank) return on_status(send.status);
   status_sends_.push_back(send);
   StatusSend& s = status_sends_.back();
   s.started = Clock::now();
@@ -363,7 +500,10 @@ void KvNode::poll_headers() {
     p.source = status.MPI_SOURCE;
     p.header = header_in_;
     p.started = Clock::now();
-    if (p.header.kind == kv_wire::Kind::finish) a_worker_finished_ = true;
+    if (p.source < layout_.workers()) {
+      heard_from_[static_cast<std::size_t>(p.source)] = last_message_;
+      if (p.header.kind == kv_wire::Kind::finish) finished_from_[static_cast<std::size_t>(p.source)] = true;
+    }
     if (p.header.has_payload) {
       p.into = shard_->payload_buffer(p.header);
       const int rc = MPI_Irecv(p.into.data(), bytes_count(p.into.nbytes()), MPI_BYTE, p.source, kv_wire::kPayloadTag,
@@ -404,21 +544,25 @@ void KvNode::poll_statuses() {
     const int rc = MPI_Irecv(&status_in_, sizeof status_in_, MPI_BYTE, MPI_ANY_SOURCE, kv_wire::kStatusTag, world_,
                              &status_recv_);
     if (rc != MPI_SUCCESS) return break_node("MPI_Irecv of a status failed: " + mpi_runtime::mpi_error_text(rc));
-    auto it = watched_.find(s.request);
-    if (it == watched_.end()) continue;
-    ActiveJob& a = *it->second;
-    if (s.failed) {
-      if (!a.error) {
-        a.error = kv_error(std::string(s.text, strnlen(s.text, sizeof s.text)));
-        // The replies will not come: end their receives.
-        for (std::size_t i = 0; i < a.job.receives.size(); ++i) {
-          if (a.requests[i] != MPI_REQUEST_NULL) MPI_Cancel(&a.requests[i]);
-        }
+    on_status(s);
+  }
+}
+
+void KvNode::on_status(const kv_wire::Status& s) {
+  auto it = watched_.find(s.request);
+  if (it == watched_.end()) return;
+  ActiveJob& a = *it->second;
+  if (s.failed) {
+    if (!a.error) {
+      a.error = kv_error(std::string(s.text, strnlen(s.text, sizeof s.text)));
+      // The replies will not come: end their receives.
+      for (std::size_t i = 0; i < a.job.receives.size() && i < a.requests.size(); ++i) {
+        if (a.requests[i] != MPI_REQUEST_NULL) MPI_Cancel(&a.requests[i]);
       }
-      a.awaited = 0;
-    } else if (a.awaited > 0) {
-      --a.awaited;
     }
+    a.awaited = 0;
+  } else if (a.awaited > 0) {
+    --a.awaited;
   }
 }
 
@@ -431,7 +575,9 @@ void KvNode::poll_jobs() {
       it->error = kv_error("a request failed: " + mpi_runtime::mpi_error_text(rc));
       flag = 1;
     }
-    if (flag && (it->awaited == 0 || it->error)) {
+    // A failed job still waits for its local pushes' reads (its memory is
+    // the program's), not for replies that will not come.
+    if (flag && (it->awaited == 0 || it->error) && it->local_reads == 0 && (it->local_receives == 0 || it->error)) {
       auto done = it++;
       end_job(done);
     } else {
@@ -441,8 +587,12 @@ void KvNode::poll_jobs() {
 }
 
 void KvNode::end_job(std::list<ActiveJob>::iterator it) {
+  if (it->local_receives > 0) revoke_local_receives(*it);
   for (const KvJob::Receive& r : it->job.receives) watched_.erase(r.request);
   for (std::uint64_t request : it->job.acknowledged) watched_.erase(request);
+  for (const KvJob::Message& m : it->job.messages) {
+    if (m.process == layout_.rank && m.header.kind == kv_wire::Kind::push) watched_.erase(m.header.request);
+  }
   const std::exception_ptr error = it->error;
   KvJob job = std::move(it->job);
   jobs_.erase(it);
@@ -517,9 +667,26 @@ void KvNode::break_node(const std::string& why) {
     broken_ = error;
   }
   mpi_runtime::mark_broken();
+  // A job whose local pushes are still being read stays until they are
+  // (the shard's engine reads the program's memory); its MPI requests are
+  // abandoned like the others'.
   std::list<ActiveJob> jobs;
   jobs.swap(jobs_);
-  watched_.clear();
+  for (ActiveJob& a : jobs) {
+    revoke_local_receives(a);
+    a.local_receives = 0;
+    a.requests.clear();
+    if (!a.error) a.error = error;
+  }
+  for (auto it = jobs.begin(); it != jobs.end();) {
+    auto next = std::next(it);
+    if (it->local_reads > 0) jobs_.splice(jobs_.end(), jobs, it);
+    it = next;
+  }
+  for (auto it = watched_.begin(); it != watched_.end();) {
+    const bool kept = std::any_of(jobs_.begin(), jobs_.end(), [&](const ActiveJob& a) { return &a == it->second; });
+    it = kept ? std::next(it) : watched_.erase(it);
+  }
   for (ActiveJob& a : jobs) a.job.done(error);
   for (ValueSend& v : value_sends_) v.done(error);
   value_sends_.clear();
@@ -538,8 +705,8 @@ void KvNode::break_node(const std::string& why) {
 }
 
 // A process hosting a shard may go once every worker is done and every
-// reply is out; or when the node broke; or when a worker finished and then
-// nothing came for the timeout (the others are gone).
+// reply is out; or when the node broke; or when a worker that did not
+// finish went silent for the timeout (it died or hangs: the node breaks).
 void KvNode::update_released() {
   bool finishing = false;
   {
@@ -550,10 +717,14 @@ void KvNode::update_released() {
   bool release = broken_ != nullptr || !shard_;
   if (shard_ && !release) {
     release = shard_->finished_workers() >= layout_.workers() && shard_->replies_pending() == 0 && !busy();
-    if (!release && a_worker_finished_ && Clock::now() - last_message_ > std::chrono::duration<double>(timeout_)) {
-      std::fprintf(stderr, "depengine::KVStore: %d of %d workers finished and nothing came for %s s "
-                           "(DEPENGINE_COMM_TIMEOUT); the server stops\n",
-                   shard_->finished_workers(), layout_.workers(), seconds_text(timeout_).c_str());
+    const std::string silent = release ? std::string() : silent_workers();
+    if (!silent.empty()) {
+      const std::string why = "worker process(es) " + silent + " neither finished nor sent anything for " +
+                              seconds_text(timeout_) +
+                              " s (DEPENGINE_COMM_TIMEOUT): they died or hang; the shard stops serving";
+      // A dedicated server's create() throws it; a worker's store is being dropped.
+      if (layout_.is_worker()) std::fprintf(stderr, "depengine::KVStore: %s\n", why.c_str());
+      break_node(why);
       release = true;
     }
   }

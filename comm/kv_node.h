@@ -14,7 +14,10 @@
 //
 // Every job, reply and barrier has DEPENGINE_COMM_TIMEOUT seconds to end:
 // after that the node is broken, everything pending fails, and so does
-// whatever comes later.
+// whatever comes later. A worker tells the other processes' shards every
+// quarter of that time that it is alive, so that a shard waiting for the
+// workers to finish knows when one is gone: one that neither finished nor
+// said anything for the timeout.
 
 #include <chrono>
 #include <condition_variable>
@@ -93,14 +96,15 @@ class KvNode final : public KvReplies {
   /// A worker whose store is gone: tells every shard, then, hosting one,
   /// serves until every worker is done.
   void finish();
-  /// A dedicated server: serves until every worker is done (or is gone:
-  /// nothing came for the timeout after a first worker finished), or the
-  /// node broke.
+  /// A dedicated server: serves until every worker is done. Throws when
+  /// the node broke, or when a worker went silent for the timeout without
+  /// finishing (it died or hangs).
   void serve();
   std::string describe() const;
 
   void send_value(int process, std::uint64_t request, Tensor value, Completion done) override;
   void send_status(int process, std::uint64_t request, std::string error) override;
+  void local_push_read(std::uint64_t request) override;
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -108,8 +112,17 @@ class KvNode final : public KvReplies {
     KvJob job;
     std::vector<MPI_Request> requests;  // the receives, then the messages' sends
     int awaited = 0;                    // statuses still to come
+    int local_reads = 0;                // pushes to this process's shard still reading the job's memory
+    int local_receives = 0;             // replies of this process's shard still to be copied
     std::exception_ptr error;
     Clock::time_point started;
+  };
+  // A receive from this process's own shard: its reply is copied straight
+  // into `into` by the reply operation (send_value), not sent through MPI.
+  struct LocalReceive {
+    void* into = nullptr;
+    std::size_t bytes = 0;
+    bool copying = false;
   };
   struct PendingPayload {
     MPI_Request request = MPI_REQUEST_NULL;
@@ -133,6 +146,8 @@ class KvNode final : public KvReplies {
     Clock::time_point started;
   };
   struct Inbox {
+    std::vector<std::uint64_t> local_reads_done;     // requests of on_local_push
+    std::vector<std::uint64_t> local_receives_done;  // requests copied by copy_reply_locally
     std::vector<KvJob> jobs;
     std::vector<ValueSend> values;
     std::vector<StatusSend> statuses;
@@ -147,11 +162,19 @@ class KvNode final : public KvReplies {
   void post_status(StatusSend send);
   void poll_headers();
   void poll_statuses();
+  void on_status(const kv_wire::Status& s);
+  void deliver_locally(ActiveJob& a, const KvJob::Message& m);
+  void copy_reply_locally(std::uint64_t request, const Tensor& value, Completion done);
+  void revoke_local_receives(const ActiveJob& a);
   void poll_jobs();
   void poll_sends();
   void poll_barrier();
   void check_deadlines();
   void update_released();
+  void send_alive();
+  std::chrono::duration<double> alive_interval() const { return std::chrono::duration<double>(timeout_ / 4); }
+  /// The workers that neither finished nor said anything for the timeout.
+  std::string silent_workers() const;
   void end_job(std::list<ActiveJob>::iterator it);
   void break_node(const std::string& why);
   std::exception_ptr broken_error() const;
@@ -177,6 +200,12 @@ class KvNode final : public KvReplies {
   std::exception_ptr broken_;
   std::uint64_t next_request_ = 0;
 
+  // This process's receives from its own shard, by request (the reply
+  // operations copy into them from engine threads).
+  std::mutex local_mutex_;
+  std::condition_variable local_copied_;
+  std::map<std::uint64_t, LocalReceive> local_receives_;
+
   // The progress thread's own.
   std::list<ActiveJob> jobs_;
   std::map<std::uint64_t, ActiveJob*> watched_;  // request -> its job
@@ -188,8 +217,11 @@ class KvNode final : public KvReplies {
   MPI_Request header_recv_ = MPI_REQUEST_NULL, status_recv_ = MPI_REQUEST_NULL;
   kv_wire::Header header_in_;
   kv_wire::Status status_in_;
-  Clock::time_point last_message_, last_active_;
-  bool a_worker_finished_ = false;
+  Clock::time_point last_message_, last_active_, last_alive_sent_;
+  // By worker rank: when a message of it last came, and whether it finished.
+  std::vector<Clock::time_point> heard_from_;
+  std::vector<bool> finished_from_;
+  bool finish_sent_ = false;  // under mutex_: no more alive messages
 
   std::thread thread_;
 };

@@ -2,6 +2,7 @@
 
 #include "comm/kv_shard.h"
 
+#include <cstring>
 #include <exception>
 #include <stdexcept>
 
@@ -12,7 +13,14 @@ namespace depengine::detail {
 
 namespace {
 
-constexpr Device kReplyDevice = Device::custom(62);
+// The replies, and the merges of small parts, run inline on the thread that
+// made them ready (usually the node's): a merge of a few KiB costs less
+// than waking the shard's CPU worker. Larger merges run on that worker, so
+// that the node's thread keeps the transfers moving meanwhile.
+constexpr Device kInlineDevice = Device::custom(62);
+constexpr std::size_t kInlineMergeBytes = std::size_t{256} << 10;
+
+Device merge_device(std::size_t bytes) { return bytes <= kInlineMergeBytes ? kInlineDevice : Device::cpu(); }
 
 std::string part_text(int key, std::uint32_t part) {
   return "key " + std::to_string(key) + (part ? " (part " + std::to_string(part) + ")" : "");
@@ -56,7 +64,7 @@ class KvShard::ReplyTicket {
 
 KvShard::KvShard(Engine& engine, KvReplies& replies, int workers, bool sync, KVUpdate update)
     : engine_(engine), replies_(replies), workers_(workers), sync_(sync), update_(std::move(update)) {
-  engine_.add_device(kReplyDevice, std::make_unique<InlineExecutor>());
+  engine_.add_device(kInlineDevice, std::make_unique<InlineExecutor>());
 }
 
 Tensor KvShard::payload_buffer(const kv_wire::Header& h) const {
@@ -70,6 +78,7 @@ void KvShard::set_update(KVUpdate update) {
 
 void KvShard::on_message(int source, const kv_wire::Header& h, Tensor payload) {
   using kv_wire::Kind;
+  if (h.kind == Kind::alive) return;
   if (h.kind == Kind::finish) {
     ++finished_;
     return;
@@ -83,7 +92,7 @@ void KvShard::on_message(int source, const kv_wire::Header& h, Tensor payload) {
   Entry& e = entries_[{h.key, h.part}];
   switch (h.kind) {
     case Kind::init: return on_init(source, h.key, e, h, std::move(payload));
-    case Kind::push: return on_push(h.key, e, h, std::move(payload));
+    case Kind::push: return on_push(h.key, e, h, Addend{.buffer = std::move(payload), .local = nullptr, .read = {}});
     case Kind::pull:
       if (!e.error.empty() || !sync_ || h.round <= e.version) return answer(source, h.request, e);
       e.pulls.push_back({source, h.request, h.round});
@@ -114,7 +123,38 @@ void KvShard::on_init(int source, int key, Entry& e, const kv_wire::Header& h, T
   e.inits.clear();
 }
 
-void KvShard::on_push(int key, Entry& e, const kv_wire::Header& h, Tensor payload) {
+void KvShard::on_local_push(int source, const kv_wire::Header& h, const void* data) {
+  (void)source;
+  Addend value{.buffer = {}, .local = data, .read = LocalRead(replies_, h.request)};
+  on_push(h.key, entries_[{h.key, h.part}], h, std::move(value));
+}
+
+Tensor KvShard::own_buffer(const kv_wire::Header& h, Addend value) {
+  if (value.buffer.defined()) return std::move(value.buffer);
+  Tensor buffer = payload_buffer(h);
+  engine_.push(
+      [d = buffer.data(), s = value.local, bytes = buffer.nbytes(), read = std::move(value.read)](RunContext&) mutable {
+        if (bytes > 0) std::memcpy(d, s, bytes);
+        read.release();
+      },
+      {}, {buffer.var()}, {.name = "kvstore:local_push", .device = merge_device(buffer.nbytes())});
+  return buffer;
+}
+
+void KvShard::add_into(const Tensor& merged, const kv_wire::Header& h, Addend value) {
+  std::vector<Var> reads;
+  if (value.buffer.defined()) reads.push_back(value.buffer.var());
+  const void* s = value.buffer.defined() ? value.buffer.data() : value.local;
+  engine_.push(
+      [dtype = static_cast<DType>(h.dtype), d = merged.data(), s, n = h.count, keep = std::move(value.buffer),
+       read = std::move(value.read)](RunContext&) mutable {
+        host_math::add(dtype, d, s, 0, n);
+        read.release();
+      },
+      reads, {merged.var()}, {.name = "kvstore:merge", .device = merge_device(merged.nbytes())});
+}
+
+void KvShard::on_push(int key, Entry& e, const kv_wire::Header& h, Addend value) {
   if (!e.error.empty()) return;
   if (!e.known || !e.stored.defined()) {
     return fail_entry(e, "a push of " + part_text(key, h.part) + " reached its server before the key's init");
@@ -124,25 +164,30 @@ void KvShard::on_push(int key, Entry& e, const kv_wire::Header& h, Tensor payloa
                              ", initialised with " + layout_text(e.dtype, e.count));
   }
   if (!sync_) {
-    apply(key, e, payload);
+    apply(key, e, own_buffer(h, std::move(value)));
     ++e.version;
     return answer_ready_pulls(e);
   }
   Round& r = e.rounds[h.round];
-  if (!r.merged.defined()) {
-    r.merged = std::move(payload);
+  if (r.merged.defined()) {
+    add_into(r.merged, h, std::move(value));
+  } else if (value.buffer.defined()) {
+    r.merged = std::move(value.buffer);
+    if (r.held) add_into(r.merged, h, std::move(*r.held));
+    r.held.reset();
   } else {
-    engine_.push(
-        [dtype = static_cast<DType>(h.dtype), d = r.merged.data(), s = payload.data(), n = h.count](RunContext&) {
-          host_math::add(dtype, d, s, 0, n);
-        },
-        {payload.var()}, {r.merged.var()}, {.name = "kvstore:merge"});
+    r.held = std::move(value);
   }
   ++r.arrived;
+  if (r.arrived == workers_ && r.held) {
+    r.merged = own_buffer(h, std::move(*r.held));
+    r.held.reset();
+  }
   // Rounds are applied in order; a fast worker's next round waits.
   while (!e.rounds.empty() && e.rounds.begin()->first == e.version && e.rounds.begin()->second.arrived == workers_) {
-    apply(key, e, e.rounds.begin()->second.merged);
+    const Tensor merged = std::move(e.rounds.begin()->second.merged);
     e.rounds.erase(e.rounds.begin());
+    apply(key, e, merged);  // a failed update clears the rounds
     ++e.version;
   }
   answer_ready_pulls(e);
@@ -182,7 +227,7 @@ void KvShard::answer(int source, std::uint64_t request, Entry& e) {
       [ticket = ReplyTicket(*this, source, request), value](RunContext&, Completion done) mutable {
         ticket.send(value, std::move(done));
       },
-      {value.var()}, {}, {.name = "kvstore:reply", .device = kReplyDevice});
+      {value.var()}, {}, {.name = "kvstore:reply", .device = kInlineDevice});
 }
 
 void KvShard::fail_entry(Entry& e, std::string error) {

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,6 +34,9 @@ class KvReplies {
   virtual void send_value(int process, std::uint64_t request, Tensor value, Completion done) = 0;
   /// Tells `process` that `request` ended: well when `error` is empty.
   virtual void send_status(int process, std::uint64_t request, std::string error) = 0;
+  /// The shard no longer reads the memory of its own process's push
+  /// `request` (on_local_push).
+  virtual void local_push_read(std::uint64_t request) = 0;
 };
 
 class KvShard {
@@ -44,6 +48,11 @@ class KvShard {
   Tensor payload_buffer(const kv_wire::Header& header) const;
   /// A message from worker process `source`, with its payload if it has one.
   void on_message(int source, const kv_wire::Header& header, Tensor payload);
+  /// A push of the worker in this shard's own process, read in place from
+  /// `data` (no copy through MPI): added into the round's merge buffer, or
+  /// copied to start it. `KvReplies::local_push_read(header.request)` says
+  /// when `data` is no longer read.
+  void on_local_push(int source, const kv_wire::Header& header, const void* data);
   void set_update(KVUpdate update);
 
   int finished_workers() const { return finished_; }
@@ -51,8 +60,42 @@ class KvShard {
   int replies_pending() const { return replies_pending_.load(std::memory_order_acquire); }
 
  private:
+  // Tells the node once the shard stopped reading a local push's memory:
+  // at the end of the engine operation that read it, or when the push (or
+  // that operation) is dropped.
+  class LocalRead {
+   public:
+    LocalRead() = default;
+    LocalRead(KvReplies& replies, std::uint64_t request) : replies_(&replies), request_(request) {}
+    LocalRead(LocalRead&& other) noexcept
+        : replies_(std::exchange(other.replies_, nullptr)), request_(other.request_) {}
+    LocalRead& operator=(LocalRead&& other) noexcept {
+      release();
+      replies_ = std::exchange(other.replies_, nullptr);
+      request_ = other.request_;
+      return *this;
+    }
+    ~LocalRead() { release(); }
+    void release() {
+      if (KvReplies* replies = std::exchange(replies_, nullptr)) replies->local_push_read(request_);
+    }
+
+   private:
+    KvReplies* replies_ = nullptr;
+    std::uint64_t request_ = 0;
+  };
+  /// A push's value: a payload received into a buffer of the shard's own,
+  /// or the memory of the shard's own process, read in place.
+  struct Addend {
+    Tensor buffer;
+    const void* local = nullptr;
+    LocalRead read;
+  };
   struct Round {
     Tensor merged;
+    // The own process's push, when it came first: it is added into the
+    // first received payload instead of being copied.
+    std::optional<Addend> held;
     int arrived = 0;
   };
   struct Waiter {
@@ -73,7 +116,12 @@ class KvShard {
   class ReplyTicket;
 
   void on_init(int source, int key, Entry& e, const kv_wire::Header& h, Tensor payload);
-  void on_push(int key, Entry& e, const kv_wire::Header& h, Tensor payload);
+  void on_push(int key, Entry& e, const kv_wire::Header& h, Addend value);
+  /// The addend as a buffer of the shard's own (a local one copied into a
+  /// new buffer by an engine operation).
+  Tensor own_buffer(const kv_wire::Header& h, Addend value);
+  /// Pushes merged += value.
+  void add_into(const Tensor& merged, const kv_wire::Header& h, Addend value);
   void apply(int key, Entry& e, const Tensor& merged);
   void answer_ready_pulls(Entry& e);
   void answer(int source, std::uint64_t request, Entry& e);

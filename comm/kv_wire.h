@@ -17,6 +17,7 @@ enum class Kind : std::uint32_t {
   pull,       // wants the value once `round` rounds are applied (dist_sync)
   optimizer,  // SGD's parameters in `sgd`
   finish,     // the worker's store is gone
+  alive,      // the worker is alive (sent every DEPENGINE_COMM_TIMEOUT / 4)
 };
 
 struct Header {

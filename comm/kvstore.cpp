@@ -5,6 +5,7 @@
 #include "depengine/kvstore.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -21,7 +22,25 @@ using detail::KVKeyInfo;
   throw std::invalid_argument(std::string("depengine::KVStore::") + op + ": " + why);
 }
 
-std::string key_text(int key) { return "key " + std::to_string(key); }
+// A key as the program gave it: an int, or a name standing for key_of(name).
+struct KeyArg {
+  int key;
+  const std::string* name;
+};
+
+std::string key_text(const KeyArg& k) { return k.name ? "key '" + *k.name + "'" : "key " + std::to_string(k.key); }
+
+std::vector<KeyArg> int_keys(const std::vector<int>& keys) {
+  std::vector<KeyArg> args;
+  for (int k : keys) args.push_back({k, nullptr});
+  return args;
+}
+
+std::vector<KeyArg> named_keys(const std::vector<std::string>& names) {
+  std::vector<KeyArg> args;
+  for (const std::string& n : names) args.push_back({KVStore::key_of(n), &n});
+  return args;
+}
 
 std::string shape_text(const Shape& shape) {
   std::string s = "[";
@@ -41,11 +60,14 @@ void require_tensor(const char* op, const KVBackend& b, const Tensor& t, const s
   }
 }
 
-// The key's table entry, after checking that `tensors` match its init.
-KVKeyInfo& require_matching(const char* op, KVBackend& b, int key, const std::vector<Tensor>& tensors,
+// The key's table entry, after checking that `tensors` match its init. A
+// name must be the one its int was initialised with.
+KVKeyInfo& require_matching(const char* op, KVBackend& b, const KeyArg& key, const std::vector<Tensor>& tensors,
                             const char* what) {
-  auto it = b.keys.find(key);
-  if (it == b.keys.end()) fail(op, key_text(key) + " was never initialised (call init first)");
+  auto it = b.keys.find(key.key);
+  if (it == b.keys.end() || (key.name && it->second.name != *key.name)) {
+    fail(op, key_text(key) + " was never initialised (call init first)");
+  }
   if (tensors.empty()) fail(op, std::string("no ") + what + " for " + key_text(key));
   std::vector<Var> seen;
   for (const Tensor& t : tensors) {
@@ -62,6 +84,16 @@ KVKeyInfo& require_matching(const char* op, KVBackend& b, int key, const std::ve
   return it->second;
 }
 
+// Why `key` may not claim its int, which `holder` (a name, or "" for the
+// int itself) already holds, or "".
+std::string claim_conflict(const KeyArg& key, const std::string& holder) {
+  const std::string mine = key.name ? *key.name : std::string();
+  if (holder == mine) return "";
+  const std::string held = holder.empty() ? "the int key " + std::to_string(key.key) : "key '" + holder + "'";
+  return key_text(key) + (key.name ? " stands for int key " + std::to_string(key.key) + " (KVStore::key_of)" : "") +
+         ", which " + held + " already holds";
+}
+
 void require_worker(const char* op, const KVBackend& b) {
   if (!b.is_worker()) {
     throw std::logic_error(std::string("depengine::KVStore::") + op +
@@ -69,11 +101,75 @@ void require_worker(const char* op, const KVBackend& b) {
   }
 }
 
-template <class List>
-void require_same_length(const char* op, const std::vector<int>& keys, const List& lists) {
+template <class Keys, class List>
+void require_same_length(const char* op, const Keys& keys, const List& lists) {
   if (keys.size() != lists.size()) {
     fail(op, std::to_string(keys.size()) + " keys but " + std::to_string(lists.size()) + " lists of tensors");
   }
+}
+
+void init_keys(KVBackend& b, const std::vector<KeyArg>& keys, const std::vector<Tensor>& values) {
+  require_worker("init", b);
+  require_same_length("init", keys, values);
+  std::lock_guard lock(b.mutex);
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    require_tensor("init", b, values[i], "the value of " + key_text(keys[i]));
+    auto it = b.keys.find(keys[i].key);
+    if (it != b.keys.end()) {
+      if (const std::string why = claim_conflict(keys[i], it->second.name); !why.empty()) fail("init", why);
+      if (it->second.shape != values[i].shape() || it->second.dtype != values[i].dtype()) {
+        fail("init", key_text(keys[i]) + " was initialised as " + std::string(dtype_name(it->second.dtype)) + " " +
+                         shape_text(it->second.shape) + ", not as " + values[i].describe());
+      }
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      if (keys[j].key != keys[i].key) continue;
+      const std::string why = claim_conflict(keys[i], keys[j].name ? *keys[j].name : std::string());
+      fail("init", why.empty() ? key_text(keys[i]) + " is given twice" : why);
+    }
+  }
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    auto [it, added] = b.keys.try_emplace(keys[i].key);
+    if (added) {
+      it->second = {.name = keys[i].name ? *keys[i].name : std::string(),
+                    .shape = values[i].shape(),
+                    .dtype = values[i].dtype(),
+                    .numel = values[i].numel()};
+    }
+    b.init(keys[i].key, values[i]);
+  }
+}
+
+void push_keys(KVBackend& b, const std::vector<KeyArg>& keys, const std::vector<std::vector<Tensor>>& values,
+               int priority) {
+  require_worker("push", b);
+  require_same_length("push", keys, values);
+  std::lock_guard lock(b.mutex);
+  for (std::size_t i = 0; i < keys.size(); ++i) require_matching("push", b, keys[i], values[i], "values");
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    b.push(keys[i].key, values[i], priority);
+    ++b.keys.at(keys[i].key).pushes;
+  }
+}
+
+void pull_keys(KVBackend& b, const std::vector<KeyArg>& keys, const std::vector<std::vector<Tensor>>& outs,
+               int priority) {
+  require_worker("pull", b);
+  require_same_length("pull", keys, outs);
+  std::lock_guard lock(b.mutex);
+  for (std::size_t i = 0; i < keys.size(); ++i) require_matching("pull", b, keys[i], outs[i], "outputs");
+  for (std::size_t i = 0; i < keys.size(); ++i) b.pull(keys[i].key, outs[i], priority);
+}
+
+void pushpull_key(KVBackend& b, const KeyArg& key, const std::vector<Tensor>& values,
+                  const std::vector<Tensor>& outs, int priority) {
+  require_worker("pushpull", b);
+  std::lock_guard lock(b.mutex);
+  require_matching("pushpull", b, key, values, "values");
+  require_matching("pushpull", b, key, outs, "outputs");
+  b.push(key.key, values, priority);
+  ++b.keys.at(key.key).pushes;
+  b.pull(key.key, outs, priority);
 }
 
 }  // namespace
@@ -100,26 +196,7 @@ KVStore::~KVStore() = default;
 void KVStore::init(int key, const Tensor& value) { init(std::vector<int>{key}, std::vector<Tensor>{value}); }
 
 void KVStore::init(const std::vector<int>& keys, const std::vector<Tensor>& values) {
-  KVBackend& b = *backend_;
-  require_worker("init", b);
-  require_same_length("init", keys, values);
-  std::lock_guard lock(b.mutex);
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    require_tensor("init", b, values[i], "the value of " + key_text(keys[i]));
-    auto it = b.keys.find(keys[i]);
-    if (it != b.keys.end() && (it->second.shape != values[i].shape() || it->second.dtype != values[i].dtype())) {
-      fail("init", key_text(keys[i]) + " was initialised as " + std::string(dtype_name(it->second.dtype)) + " " +
-                       shape_text(it->second.shape) + ", not as " + values[i].describe());
-    }
-    for (std::size_t j = 0; j < i; ++j) {
-      if (keys[j] == keys[i]) fail("init", key_text(keys[i]) + " is given twice");
-    }
-  }
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    auto [it, added] = b.keys.try_emplace(keys[i]);
-    if (added) it->second = {.shape = values[i].shape(), .dtype = values[i].dtype(), .numel = values[i].numel()};
-    b.init(keys[i], values[i]);
-  }
+  init_keys(*backend_, int_keys(keys), values);
 }
 
 void KVStore::push(int key, std::vector<Tensor> values, int priority) {
@@ -127,15 +204,7 @@ void KVStore::push(int key, std::vector<Tensor> values, int priority) {
 }
 
 void KVStore::push(const std::vector<int>& keys, const std::vector<std::vector<Tensor>>& values, int priority) {
-  KVBackend& b = *backend_;
-  require_worker("push", b);
-  require_same_length("push", keys, values);
-  std::lock_guard lock(b.mutex);
-  for (std::size_t i = 0; i < keys.size(); ++i) require_matching("push", b, keys[i], values[i], "values");
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    b.push(keys[i], values[i], priority);
-    ++b.keys.at(keys[i]).pushes;
-  }
+  push_keys(*backend_, int_keys(keys), values, priority);
 }
 
 void KVStore::pull(int key, std::vector<Tensor> outs, int priority) {
@@ -143,23 +212,50 @@ void KVStore::pull(int key, std::vector<Tensor> outs, int priority) {
 }
 
 void KVStore::pull(const std::vector<int>& keys, const std::vector<std::vector<Tensor>>& outs, int priority) {
-  KVBackend& b = *backend_;
-  require_worker("pull", b);
-  require_same_length("pull", keys, outs);
-  std::lock_guard lock(b.mutex);
-  for (std::size_t i = 0; i < keys.size(); ++i) require_matching("pull", b, keys[i], outs[i], "outputs");
-  for (std::size_t i = 0; i < keys.size(); ++i) b.pull(keys[i], outs[i], priority);
+  pull_keys(*backend_, int_keys(keys), outs, priority);
 }
 
 void KVStore::pushpull(int key, std::vector<Tensor> values, std::vector<Tensor> outs, int priority) {
-  KVBackend& b = *backend_;
-  require_worker("pushpull", b);
-  std::lock_guard lock(b.mutex);
-  require_matching("pushpull", b, key, values, "values");
-  require_matching("pushpull", b, key, outs, "outputs");
-  b.push(key, values, priority);
-  ++b.keys.at(key).pushes;
-  b.pull(key, outs, priority);
+  pushpull_key(*backend_, {key, nullptr}, values, outs, priority);
+}
+
+// FNV-1a over the bytes, folded to a non-negative int: the same on every
+// process and build.
+int KVStore::key_of(std::string_view key) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : key) h = (h ^ c) * 0x100000001b3ull;
+  return static_cast<int>((h ^ (h >> 32)) & 0x7fffffffu);
+}
+
+void KVStore::init(std::string_view key, const Tensor& value) {
+  init(std::vector<std::string>{std::string(key)}, std::vector<Tensor>{value});
+}
+
+void KVStore::init(const std::vector<std::string>& keys, const std::vector<Tensor>& values) {
+  init_keys(*backend_, named_keys(keys), values);
+}
+
+void KVStore::push(std::string_view key, std::vector<Tensor> values, int priority) {
+  push(std::vector<std::string>{std::string(key)}, std::vector<std::vector<Tensor>>{std::move(values)}, priority);
+}
+
+void KVStore::push(const std::vector<std::string>& keys, const std::vector<std::vector<Tensor>>& values,
+                   int priority) {
+  push_keys(*backend_, named_keys(keys), values, priority);
+}
+
+void KVStore::pull(std::string_view key, std::vector<Tensor> outs, int priority) {
+  pull(std::vector<std::string>{std::string(key)}, std::vector<std::vector<Tensor>>{std::move(outs)}, priority);
+}
+
+void KVStore::pull(const std::vector<std::string>& keys, const std::vector<std::vector<Tensor>>& outs,
+                   int priority) {
+  pull_keys(*backend_, named_keys(keys), outs, priority);
+}
+
+void KVStore::pushpull(std::string_view key, std::vector<Tensor> values, std::vector<Tensor> outs, int priority) {
+  const std::string name(key);
+  pushpull_key(*backend_, {key_of(name), &name}, values, outs, priority);
 }
 
 void KVStore::set_updater(KVUpdater updater) {

@@ -25,6 +25,7 @@
 #include <depengine/ops.h>
 #include <depengine/tensor.h>
 
+#include "comm/kv_sharding.h"
 #include "tests/support/engine_with_devices.h"
 #include "tests/support/kvstore_values.h"
 
@@ -263,6 +264,157 @@ TEST_P(KVStoreMpi, InitWithDifferentShapesFailsOnEveryWorker) {
   Tensor good = Tensor::empty(engine, {5});
   kv.pushpull(11, {Tensor::full(engine, {5}, 1.0)}, {good});
   for (float v : good.to_host<float>()) EXPECT_EQ(v, static_cast<float>(workers()));
+}
+
+// String keys across processes: sharded like the ints they stand for
+// (a name cut into parts too); a name never initialised throws at the call.
+TEST_P(KVStoreMpi, StringKeys) {
+  Engine& engine = *engine_;
+  auto kv = KVStore::create(engine, "dist_sync", options(1024));
+  if (!kv.is_worker()) return;
+  const std::vector<std::string> names = {"layer0.weight", "layer0.bias", "w"};
+  const std::vector<std::int64_t> sizes = {1000, 3, 0};
+  std::vector<Tensor> inits;
+  for (std::int64_t n : sizes) inits.push_back(Tensor::zeros(engine, {n}));
+  kv.init(names, inits);
+  for (int round = 1; round <= 2; ++round) {
+    for (std::size_t k = 0; k < names.size(); ++k) {
+      const int key = KVStore::key_of(names[k]);
+      Tensor out = Tensor::empty(engine, {sizes[k]});
+      kv.pushpull(names[k], {tensor_of(engine, sizes[k], DType::float32, Device::cpu(), key, kv.rank(), round)},
+                  {out});
+      const std::vector<double> got = host_of(out);
+      for (std::int64_t i = 0; i < sizes[k]; ++i) {
+        double want = 0;
+        for (int w = 0; w < workers(); ++w) want += value_at(key, w, round, i);
+        ASSERT_EQ(got[static_cast<std::size_t>(i)], want) << names[k] << " element " << i;
+      }
+    }
+  }
+  EXPECT_THROW(kv.pull("layer1.weight", {Tensor::empty(engine, {1000})}), std::invalid_argument);
+  kv.barrier();
+}
+
+// A key whose first part lives on `shard` (of `shards`), from `from` on.
+int key_on_shard(int shard, int shards, int from) {
+  int key = from;
+  while (detail::kv_shard_of(key, 0, shards) != shard) ++key;
+  return key;
+}
+
+// Every shard's keys, so that each process pushes and pulls keys of its own
+// shard (handed over without MPI) and of the others': the results are the
+// same. Small keys, keys cut into parts over every shard, and rounds pushed
+// before a pull (the shard's own process's push waits in the round for the
+// others'), in dist_sync and dist_async.
+TEST_P(KVStoreMpi, OwnShardGivesTheSameResults) {
+  if (servers() > 0) GTEST_SKIP() << "dedicated servers: no worker hosts a shard";
+  Engine& engine = *engine_;
+  const std::size_t part_bytes = 1024;
+  for (const char* type : {"dist_sync", "dist_async"}) {
+    SCOPED_TRACE(type);
+    KVStoreOptions o = options(part_bytes);
+    o.updater = [](int, const Tensor& merged, Tensor& stored) { ops::axpy(1.0, merged, stored); };
+    auto kv = KVStore::create(engine, type, o);
+    std::vector<int> keys;
+    std::vector<std::int64_t> sizes;
+    for (int s = 0; s < shards(); ++s) {
+      for (std::int64_t n : {std::int64_t{0}, std::int64_t{1}, std::int64_t{255}, std::int64_t{1000}}) {
+        keys.push_back(key_on_shard(s, shards(), keys.empty() ? 500 : keys.back() + 1));
+        sizes.push_back(n);  // 1000 float32 elements: 4 parts, spread over the shards
+      }
+    }
+    for (std::size_t k = 0; k < keys.size(); ++k) kv.init(keys[k], Tensor::zeros(engine, {sizes[k]}));
+    const int rounds = 3;
+    for (int round = 1; round <= rounds; ++round) {
+      for (std::size_t k = 0; k < keys.size(); ++k) {
+        kv.push(keys[k], {tensor_of(engine, sizes[k], DType::float32, Device::emulated(0), keys[k], kv.rank(), round),
+                          tensor_of(engine, sizes[k], DType::float32, Device::cpu(), keys[k], kv.rank() + 100, round)});
+      }
+    }
+    // dist_async: the others' pushes may still be on their way; the
+    // barrier after every worker's pushes and a bounded retry wait for them.
+    kv.barrier();
+    for (std::size_t k = 0; k < keys.size(); ++k) {
+      std::vector<double> want(static_cast<std::size_t>(sizes[k]), 0.0);
+      for (int round = 1; round <= rounds; ++round) {
+        for (int w = 0; w < workers(); ++w) {
+          for (std::int64_t i = 0; i < sizes[k]; ++i) {
+            want[i] += value_at(keys[k], w, round, i) + value_at(keys[k], w + 100, round, i);
+          }
+        }
+      }
+      Tensor out = Tensor::full(engine, {sizes[k]}, -1.0, DType::float32, Device::emulated(1));
+      std::vector<double> got;
+      for (int attempt = 0; attempt < 10000; ++attempt) {
+        kv.pull(keys[k], {out});
+        got = host_of(out);
+        if (got == want) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      ASSERT_EQ(got, want) << "key " << keys[k] << " of " << sizes[k] << " elements";
+    }
+    kv.barrier();
+  }
+}
+
+// The errors of a key on the process's own shard and on another's: bad
+// calls throw at once; processes that initialised a key differently, and
+// an updater that throws on the shard, fail the key's pulls on every
+// worker; other keys keep working.
+TEST_P(KVStoreMpi, OwnShardErrors) {
+  if (servers() > 0) GTEST_SKIP() << "dedicated servers: no worker hosts a shard";
+  if (workers() < 2) GTEST_SKIP() << "needs two workers";
+  Engine& engine = *engine_;
+  std::vector<int> failing;  // keys whose updater throws
+  for (int s = 0; s < shards(); ++s) failing.push_back(key_on_shard(s, shards(), failing.empty() ? 700 : failing.back() + 1));
+  KVStoreOptions o = options();
+  o.updater = [failing](int key, const Tensor& merged, Tensor& stored) {
+    if (std::find(failing.begin(), failing.end(), key) != failing.end()) throw std::runtime_error("no update here");
+    ops::axpy(1.0, merged, stored);
+  };
+  auto kv = KVStore::create(engine, "dist_sync", o);
+  for (int s = 0; s < shards(); ++s) {
+    SCOPED_TRACE("shard " + std::to_string(s));
+    const int unknown = key_on_shard(s, shards(), 900);
+    EXPECT_THROW(kv.pull(unknown, {Tensor::empty(engine, {3})}), std::invalid_argument);
+    EXPECT_THROW(kv.push(unknown, {Tensor::empty(engine, {3})}), std::invalid_argument);
+    const int good = key_on_shard(s, shards(), 1000);
+    kv.init(good, Tensor::zeros(engine, {6}));
+    EXPECT_THROW(kv.push(good, {Tensor::zeros(engine, {7})}), std::invalid_argument);
+    EXPECT_THROW(kv.pull(good, {Tensor::zeros(engine, {6}, DType::float64)}), std::invalid_argument);
+
+    const int mismatched = key_on_shard(s, shards(), 1100);
+    kv.init(mismatched, Tensor::zeros(engine, {4 + kv.rank()}));
+    Tensor out = Tensor::empty(engine, {4 + kv.rank()});
+    kv.pull(mismatched, {out});
+    try {
+      engine.wait_to_read(out.var());
+      ADD_FAILURE() << "the pull of key " << mismatched << ", initialised differently, succeeded";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("initialised key " + std::to_string(mismatched) + " differently"),
+                std::string::npos)
+          << e.what();
+    }
+
+    kv.init(failing[s], Tensor::zeros(engine, {5}));
+    Tensor failed = Tensor::empty(engine, {5});
+    kv.pushpull(failing[s], {Tensor::full(engine, {5}, 1.0)}, {failed});
+    try {
+      engine.wait_to_read(failed.var());
+      ADD_FAILURE() << "the pull of key " << failing[s] << ", whose update threw, succeeded";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("no update here"), std::string::npos) << e.what();
+    }
+    Tensor again = Tensor::empty(engine, {5});
+    kv.pull(failing[s], {again});
+    EXPECT_THROW(engine.wait_to_read(again.var()), std::runtime_error);
+
+    Tensor fine = Tensor::empty(engine, {6});
+    kv.pushpull(good, {Tensor::full(engine, {6}, 2.0)}, {fine});
+    for (float v : fine.to_host<float>()) EXPECT_EQ(v, 2.0f * static_cast<float>(workers()));
+  }
+  kv.barrier();
 }
 
 // On a worker whose values live on dedicated servers, the updater must come

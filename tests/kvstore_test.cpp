@@ -24,6 +24,17 @@ namespace {
 
 class KVStoreLocal : public ::testing::TestWithParam<std::string> {};
 
+// `call` throws std::invalid_argument whose message contains `text`.
+template <class Call>
+void expect_invalid(Call call, const std::string& text) {
+  try {
+    call();
+    ADD_FAILURE() << "no exception; expected one mentioning '" << text << "'";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+  }
+}
+
 // Random keys and sizes (0, 1, odd, large), pushes from 3 devices, pulls
 // onto every device, several rounds with priorities; no updater: the store
 // holds the last merged sum.
@@ -163,14 +174,6 @@ TEST_P(KVStoreLocal, BadInputThrowsAtTheCall) {
   auto kv = KVStore::create(*engine, GetParam());
   kv.init(1, Tensor::zeros(*engine, {4}));
   Tensor out = Tensor::full(*engine, {4}, 7.0);
-  auto expect_invalid = [](auto call, const std::string& text) {
-    try {
-      call();
-      ADD_FAILURE() << "no exception; expected one mentioning '" << text << "'";
-    } catch (const std::invalid_argument& e) {
-      EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
-    }
-  };
   expect_invalid([&] { kv.push(2, {Tensor::zeros(*engine, {4})}); }, "never initialised");
   expect_invalid([&] { kv.pull(2, {out}); }, "never initialised");
   expect_invalid([&] { kv.push(1, {Tensor::zeros(*engine, {5})}); }, "does not match key 1");
@@ -193,6 +196,57 @@ TEST_P(KVStoreLocal, BadInputThrowsAtTheCall) {
   kv.init(1, Tensor::full(*engine, {4}, 2.0));
   kv.pull(1, {out});
   for (float x : out.to_host<float>()) EXPECT_EQ(x, 2.0f);
+}
+
+// String keys: each name stands for KVStore::key_of(name), a hash that is
+// the same in every build and process; the updater gets that int; the
+// single and batched forms; a name never initialised, and a name and an
+// int claiming the same int, throw at the call.
+TEST_P(KVStoreLocal, StringKeys) {
+  EXPECT_EQ(KVStore::key_of("w"), 694283802);
+  EXPECT_EQ(KVStore::key_of("layer0.weight"), 10206903);
+  EXPECT_EQ(KVStore::key_of(""), 1339080641);
+  auto engine = engine_with_devices(2);
+  auto kv = KVStore::create(*engine, GetParam());
+  std::vector<int> updated;
+  kv.set_updater([&updated](int key, const Tensor& merged, Tensor& stored) {
+    updated.push_back(key);
+    ops::axpy(1.0, merged, stored);
+  });
+  kv.init("w", Tensor::full(*engine, {4}, 1.0));
+  kv.init(std::vector<std::string>{"a", "b"}, {Tensor::zeros(*engine, {3}), Tensor::zeros(*engine, {2}, DType::float64)});
+  kv.push("w", {Tensor::full(*engine, {4}, 2.0, DType::float32, Device::emulated(0)),
+                Tensor::full(*engine, {4}, 3.0, DType::float32, Device::emulated(1))});
+  Tensor w = Tensor::empty(*engine, {4});
+  kv.pull("w", {w});
+  for (float x : w.to_host<float>()) EXPECT_EQ(x, 6.0f);
+  // The int it stands for is the same key.
+  Tensor same = Tensor::empty(*engine, {4});
+  kv.pull(KVStore::key_of("w"), {same});
+  for (float x : same.to_host<float>()) EXPECT_EQ(x, 6.0f);
+  kv.push(std::vector<std::string>{"a", "b"},
+          {{Tensor::full(*engine, {3}, 4.0)}, {Tensor::full(*engine, {2}, 5.0, DType::float64)}});
+  Tensor a = Tensor::empty(*engine, {3}), b = Tensor::empty(*engine, {2}, DType::float64);
+  kv.pull(std::vector<std::string>{"a", "b"}, {{a}, {b}});
+  for (float x : a.to_host<float>()) EXPECT_EQ(x, 4.0f);
+  for (double x : b.to_host<double>()) EXPECT_EQ(x, 5.0);
+  kv.pushpull("a", {Tensor::full(*engine, {3}, 1.0)}, {a});
+  for (float x : a.to_host<float>()) EXPECT_EQ(x, 5.0f);
+  EXPECT_EQ(updated, (std::vector<int>{KVStore::key_of("w"), KVStore::key_of("a"), KVStore::key_of("b"),
+                                       KVStore::key_of("a")}));
+
+  expect_invalid([&] { kv.pull("never", {w}); }, "key 'never' was never initialised");
+  expect_invalid([&] { kv.push("never", {w}); }, "key 'never' was never initialised");
+  expect_invalid([&] { kv.pushpull("never", {w}, {w}); }, "key 'never' was never initialised");
+  expect_invalid([&] { kv.push("w", {Tensor::zeros(*engine, {5})}); }, "does not match key 'w'");
+  expect_invalid([&] { kv.init("w", Tensor::zeros(*engine, {5})); }, "key 'w' was initialised as float32 [4]");
+  expect_invalid([&] { kv.init(KVStore::key_of("w"), Tensor::zeros(*engine, {4})); }, "which key 'w' already holds");
+  kv.init(KVStore::key_of("x"), Tensor::zeros(*engine, {1}));
+  expect_invalid([&] { kv.init("x", Tensor::zeros(*engine, {1})); }, "which the int key");
+  expect_invalid([&] { kv.pull("x", {Tensor::empty(*engine, {1})}); }, "key 'x' was never initialised");
+  expect_invalid([&] { kv.init(std::vector<std::string>{"c", "c"}, {w, w}); }, "key 'c' is given twice");
+  // Nothing was pushed by the calls that threw.
+  for (float x : w.to_host<float>()) EXPECT_EQ(x, 6.0f);
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, KVStoreLocal, ::testing::Values("local", "device", "dist_sync", "dist_async"));

@@ -25,7 +25,10 @@
 /// on dedicated server processes (`KVStoreOptions::servers = N`: the last N
 /// ranks). On a server process `create` serves until every worker's store
 /// is gone and then returns a store with `is_worker() == false`, whose only
-/// use is to be dropped (the program then typically returns from main).
+/// use is to be dropped (the program then typically returns from main); it
+/// throws std::runtime_error instead when a worker that did not finish sent
+/// nothing for `DEPENGINE_COMM_TIMEOUT` seconds (it died or hangs; workers
+/// say they are alive every quarter of that time).
 /// In a world of one process the dist types run as `"local"` (describe()
 /// says so).
 ///
@@ -46,6 +49,13 @@
 ///
 /// Issue order: every worker inits the same keys in the same order and
 /// calls `set_optimizer`/`set_updater` before its first push.
+///
+/// String keys: a name stands for the int key `KVStore::key_of(name)` (a
+/// hash of it, the same on every process), so it is sharded and updated
+/// like that int (the updater gets the int). `init` of a name whose int
+/// another name or an int key already holds throws, and so does an int
+/// `init` of an int that a name holds; pushes and pulls by name need that
+/// name's init.
 ///
 /// \code
 ///   #include <depengine/kvstore.h>
@@ -145,6 +155,17 @@ class KVStore {
   void pull(const std::vector<int>& keys, const std::vector<std::vector<Tensor>>& outs, int priority = 0);
   /// push, then pull.
   void pushpull(int key, std::vector<Tensor> values, std::vector<Tensor> outs, int priority = 0);
+
+  /// The int key that the name `key` stands for.
+  static int key_of(std::string_view key);
+  /// The calls above with string keys.
+  void init(std::string_view key, const Tensor& value);
+  void init(const std::vector<std::string>& keys, const std::vector<Tensor>& values);
+  void push(std::string_view key, std::vector<Tensor> values, int priority = 0);
+  void push(const std::vector<std::string>& keys, const std::vector<std::vector<Tensor>>& values, int priority = 0);
+  void pull(std::string_view key, std::vector<Tensor> outs, int priority = 0);
+  void pull(const std::vector<std::string>& keys, const std::vector<std::vector<Tensor>>& outs, int priority = 0);
+  void pushpull(std::string_view key, std::vector<Tensor> values, std::vector<Tensor> outs, int priority = 0);
 
   /// The updater of the values this process stores (throws
   /// std::logic_error on a worker whose shards are on dedicated servers:

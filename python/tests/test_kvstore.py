@@ -72,3 +72,108 @@ def test_dist_sync_under_mpirun(tmp_path):
     result = run_under_mpirun(script)
     for rank in (0, 1):
         assert f"worker {rank} of 2: [3.0, 3.0, 3.0, 3.0]" in result.stdout, result.stdout
+
+
+@pytest.mark.parametrize("kind", ["local", "device", "dist_sync"])
+def test_str_keys(engine, kind):
+    kv = de.KVStore.create(kind, engine=engine)
+    kv.init("layer0.weight", de.zeros((3,), engine=engine))
+    w = de.zeros((3,), engine=engine)
+    kv.pushpull("layer0.weight", de.full((3,), 2.0, engine=engine), w)
+    np.testing.assert_array_equal(w.asnumpy(), [2.0] * 3)
+    # A str key stands for the int KVStore.key_of gives (the same in every process and build).
+    assert de.KVStore.key_of("w") == 694283802
+    kv.pull(de.KVStore.key_of("layer0.weight"), w)
+    np.testing.assert_array_equal(w.asnumpy(), [2.0] * 3)
+    with pytest.raises(ValueError, match="key 'never' was never initialised"):
+        kv.pull("never", w)
+    with pytest.raises(ValueError, match="which key 'layer0.weight' already holds"):
+        kv.init(de.KVStore.key_of("layer0.weight"), de.zeros((3,), engine=engine))
+    with pytest.raises(TypeError, match="a key is an int or a str"):
+        kv.push(1.5, w)
+
+
+@pytest.mark.parametrize("kind", ["local", "device", "dist_sync"])
+def test_python_updater_runs_where_the_value_is_stored(engine, kind):
+    kv = de.KVStore.create(kind, engine=engine)
+    seen = []
+
+    def updater(key, merged, stored):
+        seen.append((key, merged.shape, stored.shape))
+        de.axpy(-0.5, merged, stored)  # stored -= 0.5 * merged
+
+    kv.set_updater(updater)
+    kv.init("w", de.full((4,), 10.0, engine=engine))
+    w = de.zeros((4,), engine=engine)
+    a = de.full((4,), 1.0, device="emulated:0", engine=engine)
+    b = de.full((4,), 3.0, device="emulated:1", engine=engine)
+    kv.pushpull("w", [a, b], w)
+    np.testing.assert_array_equal(w.asnumpy(), [8.0] * 4)
+    kv.pushpull("w", [a, b], w)
+    np.testing.assert_array_equal(w.asnumpy(), [6.0] * 4)
+    assert seen == [(de.KVStore.key_of("w"), (4,), (4,))] * 2
+
+
+def test_python_updater_errors(engine):
+    kv = de.KVStore.create("local", engine=engine)
+    with pytest.raises(TypeError, match="must be callable"):
+        kv.set_updater(42)
+
+    def failing(key, merged, stored):
+        raise KeyError(f"no update for {key}")
+
+    kv.set_updater(failing)
+    kv.init(5, de.zeros((2,), engine=engine))
+    with pytest.raises(KeyError, match="no update for 5"):
+        kv.push(5, de.zeros((2,), engine=engine))
+
+
+def test_python_updater_under_mpirun(tmp_path):
+    # Shards in the workers (the updater runs there, on the shard's thread)
+    # and one dedicated server (which gets its updater from create only).
+    script = tmp_path / "kv_updater.py"
+    script.write_text(textwrap.dedent("""
+        import sys
+        import depengine as de
+
+        kept = []
+
+        def updater(key, merged, stored):
+            if key == de.KVStore.key_of("kept"):
+                kept.append(merged)  # not allowed on a dist shard: fails the key
+            de.axpy(-1.0, merged, stored)
+
+        for servers in (0, 1):
+            kv = de.KVStore.create("dist_sync", servers=servers, updater=updater if servers else None)
+            if not kv.is_worker:
+                del kv
+                continue
+            if servers == 0:
+                kv.set_updater(updater)
+            else:
+                try:
+                    kv.set_updater(updater)
+                    sys.exit("set_updater on a worker of dedicated servers did not raise")
+                except RuntimeError as e:
+                    assert "dedicated server" in str(e), e
+            kv.init("w", de.full((1000,), 100.0))
+            w = de.zeros((1000,))
+            for _ in range(2):
+                kv.pushpull("w", de.full((1000,), kv.rank + 1.0), w)
+            got = set(w.asnumpy().tolist())
+            print(f"servers {servers} worker {kv.rank} of {kv.num_workers}: {sorted(got)}")
+            kv.init("kept", de.zeros((3,)))
+            kv.pushpull("kept", de.zeros((3,)), w2 := de.zeros((3,)))
+            try:
+                w2.asnumpy()
+                sys.exit("an updater that kept a tensor did not fail the key")
+            except RuntimeError as e:
+                assert "valid during the call only" in str(e), e
+            del kv
+    """))
+    result = run_under_mpirun(script, processes=3)
+    # servers=0: three workers push 1 + 2 + 3 per round; servers=1: two workers push 1 + 2.
+    for rank in (0, 1, 2):
+        assert f"servers 0 worker {rank} of 3: [88.0]" in result.stdout, result.stdout + result.stderr
+    for rank in (0, 1):
+        assert f"servers 1 worker {rank} of 2: [94.0]" in result.stdout, result.stdout + result.stderr
