@@ -15,27 +15,14 @@ add_executable(comm_fault_peer comm_fault_peer.cpp)
 target_link_libraries(comm_fault_peer PRIVATE depengine_comm)
 
 if(DEPENGINE_MPI_ENABLED)
-  # As root, Open MPI wants both variables; shared memory keeps it off the
-  # network. Under AddressSanitizer, what Open MPI leaks at exit is
-  # suppressed (only there does LSAN_OPTIONS mean anything).
-  set(_mpi_env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader
-               "LSAN_OPTIONS=suppressions=${CMAKE_CURRENT_SOURCE_DIR}/support/lsan-mpi.supp:fast_unwind_on_malloc=0")
   foreach(np 2 3)
-    add_test(NAME comm_mpi.np${np}
-             COMMAND ${MPIEXEC_EXECUTABLE} --oversubscribe -np ${np} $<TARGET_FILE:comm_mpi_tests>)
-    set_tests_properties(comm_mpi.np${np} PROPERTIES ENVIRONMENT "${_mpi_env};DEPENGINE_COMM_TIMEOUT=60"
-                         TIMEOUT 300 PROCESSORS 2)
+    depengine_add_mpi_test(comm_mpi.np${np} NP ${np} TIMEOUT 300 COMM_TIMEOUT 60 COMMAND comm_mpi_tests)
   endforeach()
-  # A peer that dies (SIGKILL) or hangs: process 0 must get the timeout error.
-  # mpirun is told not to kill the job when a process dies, so that process 0
-  # lives to see it; the test passes on process 0's report.
+  # A peer that dies (SIGKILL) or hangs: process 0 must get the timeout error;
+  # the test passes on process 0's report.
   foreach(mode killed hung)
-    add_test(NAME comm_mpi.peer_${mode}
-             COMMAND ${MPIEXEC_EXECUTABLE} --oversubscribe --mca orte_abort_on_non_zero_status 0 -np 2
-                     $<TARGET_FILE:comm_fault_peer> ${mode})
-    set_tests_properties(comm_mpi.peer_${mode} PROPERTIES
-      ENVIRONMENT "${_mpi_env};DEPENGINE_COMM_TIMEOUT=3"
-      PASS_REGULAR_EXPRESSION "comm_fault_peer: process 0 got the timeout error"
-      TIMEOUT 120 PROCESSORS 2)
+    depengine_add_mpi_test(comm_mpi.peer_${mode} NP 2 TIMEOUT 120 COMM_TIMEOUT 3 PEERS_MAY_DIE
+                           PASS "comm_fault_peer: process 0 got the timeout error"
+                           COMMAND comm_fault_peer ${mode})
   endforeach()
 endif()

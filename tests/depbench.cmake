@@ -23,19 +23,11 @@ endif()
 # gradient_sync under mpirun, where its parameter-server strategies run over
 # the processes: every strategy's sum is checked in the run (a wrong one
 # stops depbench with an error), and the table must list each strategy.
-# The environment of comm.cmake: root allowed, shared memory only, Open MPI's
-# exit-time leaks suppressed under AddressSanitizer.
 if(DEPENGINE_BUILD_BENCH AND DEPENGINE_BUILD_EXAMPLES AND DEPENGINE_MPI_ENABLED)
-  set(_depbench_mpi_env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader
-                        "LSAN_OPTIONS=suppressions=${CMAKE_CURRENT_SOURCE_DIR}/support/lsan-mpi.supp:fast_unwind_on_malloc=0")
   foreach(np 2 3)
-    add_test(NAME depbench_mpi.gradient_sync.np${np}
-             COMMAND ${MPIEXEC_EXECUTABLE} --oversubscribe -np ${np} $<TARGET_FILE:depbench>
-                     --scenario gradient_sync --size 0.02 --repeat 1)
-    set_tests_properties(depbench_mpi.gradient_sync.np${np} PROPERTIES
-      ENVIRONMENT "${_depbench_mpi_env};DEPENGINE_COMM_TIMEOUT=60"
-      PASS_REGULAR_EXPRESSION "x ${np} process\\(es\\).*one_device.*ring.*ps_one_server.*ps_co_located"
-      FAIL_REGULAR_EXPRESSION "depbench: stopped|depbench: out of memory|DIFFER"
-      TIMEOUT 120 PROCESSORS 2)
+    depengine_add_mpi_test(depbench_mpi.gradient_sync.np${np} NP ${np} TIMEOUT 120 COMM_TIMEOUT 60
+      PASS "x ${np} process\\(es\\).*one_device.*ring.*ps_one_server.*ps_co_located"
+      FAIL "depbench: stopped|depbench: out of memory|DIFFER"
+      COMMAND depbench --scenario gradient_sync --size 0.02 --repeat 1)
   endforeach()
 endif()
