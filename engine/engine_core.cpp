@@ -1,6 +1,8 @@
 #include "engine/engine_core.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -582,6 +584,20 @@ EngineOptions apply_environment(EngineOptions options) {
       throw std::invalid_argument("depengine: DEPENGINE_BATCH_PUSHES must be 0 or 1, not '" + b + "'");
     }
     options.batch_pushes = b == "1";
+  }
+  if (const char* bound = std::getenv("DEPENGINE_MAX_OPS_IN_FLIGHT"); bound && *bound) {
+    const std::string b(bound);
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long n = std::strtoull(bound, &end, 10);
+    if (b == "unlimited") {
+      options.max_ops_in_flight = kUnlimitedOpsInFlight;
+    } else if (*end != '\0' || n == 0 || errno == ERANGE || !std::isdigit(static_cast<unsigned char>(b[0]))) {
+      throw std::invalid_argument("depengine: DEPENGINE_MAX_OPS_IN_FLIGHT must be a number of at least 1, or "
+                                  "'unlimited', not '" + b + "'");
+    } else {
+      options.max_ops_in_flight = static_cast<std::size_t>(n);
+    }
   }
   return options;
 }

@@ -138,6 +138,51 @@ TEST(ReliabilityOptions, TheEnvironmentIsBoundedLikeTheOptions) {
   ::setenv("DEPENGINE_CPU_THREADS", std::to_string(kMaxCpuThreads + 1).c_str(), 1);
   EXPECT_NE(message_of([] { Engine engine; }).find("DEPENGINE_CPU_THREADS"), std::string::npos);
   ::unsetenv("DEPENGINE_CPU_THREADS");
+  for (const char* bad : {"0", "-1", "ten", "12x", "99999999999999999999999"}) {
+    ::setenv("DEPENGINE_MAX_OPS_IN_FLIGHT", bad, 1);
+    EXPECT_NE(message_of([] { Engine engine; }).find("DEPENGINE_MAX_OPS_IN_FLIGHT"), std::string::npos) << bad;
+  }
+  ::unsetenv("DEPENGINE_MAX_OPS_IN_FLIGHT");
+}
+
+TEST(ReliabilityOptions, TheEnvironmentBoundsTheOpsInFlight) {
+  // With a bound of 1, a push waits while more than one op is in flight.
+  ::setenv("DEPENGINE_MAX_OPS_IN_FLIGHT", "1", 1);
+  {
+    Engine engine({.kind = EngineKind::Threaded, .cpu_threads = 2});
+    std::atomic<bool> release{false}, third_pushed{false};
+    engine.push([&](RunContext&) { while (!release.load()) std::this_thread::yield(); }, {}, {});
+    std::thread pusher([&] {
+      engine.push([](RunContext&) {}, {}, {});
+      engine.push([](RunContext&) {}, {}, {});
+      third_pushed = true;
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_FALSE(third_pushed.load());  // without the bound it returns at once
+    release = true;
+    pusher.join();
+    engine.wait_all();
+  }
+  ::setenv("DEPENGINE_MAX_OPS_IN_FLIGHT", "unlimited", 1);
+  {
+    Engine engine({.kind = EngineKind::Threaded, .cpu_threads = 1});
+    std::atomic<bool> release{false};
+    std::atomic<bool> all_pushed{false};
+    engine.push([&](RunContext&) { while (!release.load()) std::this_thread::yield(); }, {}, {});
+    std::thread pusher([&] {
+      for (int i = 0; i < 100'000; ++i) engine.push([](RunContext&) {}, {}, {});  // past the default bound
+      all_pushed = true;
+    });
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!all_pushed.load() && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    EXPECT_TRUE(all_pushed.load());  // while the first op still runs
+    release = true;
+    pusher.join();
+    engine.wait_all();
+  }
+  ::unsetenv("DEPENGINE_MAX_OPS_IN_FLIGHT");
 }
 
 // ---------------------------------------------------------------- failures

@@ -42,8 +42,9 @@ struct EngineOptions {
   /// kUnlimitedOpsInFlight (or any value from 2^63 on) turns it off.
   std::size_t max_ops_in_flight = 1u << 16;
   /// When true (the default) the environment variables DEPENGINE_ENGINE,
-  /// DEPENGINE_CPU_THREADS and DEPENGINE_BATCH_PUSHES override `kind`,
-  /// `cpu_threads` and `batch_pushes`, and DEPENGINE_PROFILE and
+  /// DEPENGINE_CPU_THREADS, DEPENGINE_BATCH_PUSHES and
+  /// DEPENGINE_MAX_OPS_IN_FLIGHT override `kind`, `cpu_threads`,
+  /// `batch_pushes` and `max_ops_in_flight`, and DEPENGINE_PROFILE and
   /// DEPENGINE_STALL_WARNING_MS turn on their diagnostics (docs/semantics.md).
   bool read_environment = true;
   /// Threaded engine: register a thread's CPU pushes in batches (see
