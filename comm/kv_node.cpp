@@ -126,7 +126,7 @@ void KvNode::submit(KvJob job) {
 }
 
 void KvNode::send_value(int process, std::uint64_t request, Tensor value, Completion done) {
-  if (process == layout_.rank) return copy_reply_locally(request, value, std::move(done));
+  if (process == layout_.rank) return copy_reply_locally(request, &value, std::move(done));
   std::unique_lock lock(mutex_);
   if (broken_ || stop_) {
     const std::exception_ptr error = broken_ ? broken_ : kv_error("the store is shutting down");
@@ -166,10 +166,14 @@ void KvNode::local_push_read(std::uint64_t request) {
   wake_.notify_one();
 }
 
+void KvNode::local_value_written(std::uint64_t request, Completion done) {
+  copy_reply_locally(request, nullptr, std::move(done));
+}
+
 // The reply of this process's shard to this process: copied into the
 // receive's memory on the thread that runs the reply operation. A receive
 // being copied into is not revoked until the copy ends (its job waits).
-void KvNode::copy_reply_locally(std::uint64_t request, const Tensor& value, Completion done) {
+void KvNode::copy_reply_locally(std::uint64_t request, const Tensor* value, Completion done) {
   LocalReceive receive;
   {
     std::lock_guard lock(local_mutex_);
@@ -181,8 +185,8 @@ void KvNode::copy_reply_locally(std::uint64_t request, const Tensor& value, Comp
     it->second.copying = true;
     receive = it->second;
   }
-  if (const std::size_t bytes = std::min(receive.bytes, value.nbytes()); bytes > 0) {
-    std::memcpy(receive.into, value.data(), bytes);
+  if (const std::size_t bytes = value ? std::min(receive.bytes, value->nbytes()) : 0; bytes > 0) {
+    std::memcpy(receive.into, value->data(), bytes);
   }
   {
     std::lock_guard lock(local_mutex_);
@@ -445,7 +449,8 @@ void KvNode::post_job(KvJob job) {
 }
 
 // A message to this process's own shard: handed over directly, in the
-// order of the worker's messages; a push's value is read in place.
+// order of the worker's messages; a push's value is read in place, and a
+// pushpull's output (its receive of the same request) handed with it.
 void KvNode::deliver_locally(ActiveJob& a, const KvJob::Message& m) {
   const kv_wire::Header& h = m.header;
   last_message_ = Clock::now();
@@ -454,7 +459,13 @@ void KvNode::deliver_locally(ActiveJob& a, const KvJob::Message& m) {
   if (h.kind == kv_wire::Kind::push && h.has_payload) {
     ++a.local_reads;
     watched_[h.request] = &a;
-    shard_->on_local_push(layout_.rank, h, m.payload);
+    void* out = nullptr;
+    if (h.wants_value) {
+      for (const KvJob::Receive& r : a.job.receives) {
+        if (r.request == h.request && r.process == layout_.rank && r.bytes == m.bytes) out = r.into;
+      }
+    }
+    shard_->on_local_push(layout_.rank, h, m.payload, out);
     return;
   }
   Tensor payload;

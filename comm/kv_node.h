@@ -105,6 +105,7 @@ class KvNode final : public KvReplies {
   void send_value(int process, std::uint64_t request, Tensor value, Completion done) override;
   void send_status(int process, std::uint64_t request, std::string error) override;
   void local_push_read(std::uint64_t request) override;
+  void local_value_written(std::uint64_t request, Completion done) override;
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -164,7 +165,8 @@ class KvNode final : public KvReplies {
   void poll_statuses();
   void on_status(const kv_wire::Status& s);
   void deliver_locally(ActiveJob& a, const KvJob::Message& m);
-  void copy_reply_locally(std::uint64_t request, const Tensor& value, Completion done);
+  /// `value` null: the shard already wrote it into the receive's memory.
+  void copy_reply_locally(std::uint64_t request, const Tensor* value, Completion done);
   void revoke_local_receives(const ActiveJob& a);
   void poll_jobs();
   void poll_sends();
