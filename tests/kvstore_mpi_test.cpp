@@ -358,6 +358,16 @@ TEST_P(KVStoreMpi, OwnShardGivesTheSameResults) {
   }
 }
 
+// The blocking read of `t` fails with an error that mentions `needle`.
+void expect_read_fails(Engine& engine, const Tensor& t, const std::string& what, const std::string& needle) {
+  try {
+    engine.wait_to_read(t.var());
+    ADD_FAILURE() << what << " succeeded";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
 // The errors of a key on the process's own shard and on another's: bad
 // calls throw at once; processes that initialised a key differently, and
 // an updater that throws on the shard, fail the key's pulls on every
@@ -388,24 +398,14 @@ TEST_P(KVStoreMpi, OwnShardErrors) {
     kv.init(mismatched, Tensor::zeros(engine, {4 + kv.rank()}));
     Tensor out = Tensor::empty(engine, {4 + kv.rank()});
     kv.pull(mismatched, {out});
-    try {
-      engine.wait_to_read(out.var());
-      ADD_FAILURE() << "the pull of key " << mismatched << ", initialised differently, succeeded";
-    } catch (const std::runtime_error& e) {
-      EXPECT_NE(std::string(e.what()).find("initialised key " + std::to_string(mismatched) + " differently"),
-                std::string::npos)
-          << e.what();
-    }
+    expect_read_fails(engine, out, "the pull of key " + std::to_string(mismatched) + ", initialised differently",
+                      "initialised key " + std::to_string(mismatched) + " differently");
 
     kv.init(failing[s], Tensor::zeros(engine, {5}));
     Tensor failed = Tensor::empty(engine, {5});
     kv.pushpull(failing[s], {Tensor::full(engine, {5}, 1.0)}, {failed});
-    try {
-      engine.wait_to_read(failed.var());
-      ADD_FAILURE() << "the pull of key " << failing[s] << ", whose update threw, succeeded";
-    } catch (const std::runtime_error& e) {
-      EXPECT_NE(std::string(e.what()).find("no update here"), std::string::npos) << e.what();
-    }
+    expect_read_fails(engine, failed, "the pull of key " + std::to_string(failing[s]) + ", whose update threw",
+                      "no update here");
     Tensor again = Tensor::empty(engine, {5});
     kv.pull(failing[s], {again});
     EXPECT_THROW(engine.wait_to_read(again.var()), std::runtime_error);
@@ -513,14 +513,8 @@ TEST_P(KVStoreMpi, PushpullOfAMismatchedKeyFails) {
     kv.init(mismatched, Tensor::zeros(engine, {4 + kv.rank()}));
     Tensor t = Tensor::full(engine, {4 + kv.rank()}, 1.0);
     kv.pushpull(mismatched, {t}, {t});
-    try {
-      engine.wait_to_read(t.var());
-      ADD_FAILURE() << "the pushpull of key " << mismatched << ", initialised differently, succeeded";
-    } catch (const std::runtime_error& e) {
-      EXPECT_NE(std::string(e.what()).find("initialised key " + std::to_string(mismatched) + " differently"),
-                std::string::npos)
-          << e.what();
-    }
+    expect_read_fails(engine, t, "the pushpull of key " + std::to_string(mismatched) + ", initialised differently",
+                      "initialised key " + std::to_string(mismatched) + " differently");
     const int good = key_on_shard(s, shards(), 1600);
     kv.init(good, Tensor::zeros(engine, {3}));
     Tensor fine = Tensor::full(engine, {3}, 2.0);
