@@ -143,6 +143,7 @@ void KvShard::on_init(int source, int key, Entry& e, const kv_wire::Header& h, T
   if (payload.defined() && e.error.empty()) {
     e.stored = std::move(payload);
     e.state = Tensor();
+    e.stored_by_updater = false;
   }
   e.inits.push_back({source, h.request, 0});
   if (static_cast<int>(e.inits.size()) < workers_) return;
@@ -246,15 +247,19 @@ void KvShard::merge_push(int key, Entry& e, const kv_wire::Header& h, Addend val
 }
 
 // The buffers the shard lets go of go back to its pool: a replaced stored
-// value, and the merged sum once the built-in SGD read it (a user's updater
-// might keep it, so its merged buffers are freed instead).
+// value, and the merged sum once the built-in SGD read it. A user's updater
+// might keep either (or store a tensor of its own), so what it saw is freed
+// as before instead.
 void KvShard::apply(int key, Entry& e, const Tensor& merged, bool forced_replace) {
   const KVUpdate update = current_update();
   if (forced_replace || update.replaces()) {
-    pool_->recycle(std::exchange(e.stored, merged));
+    Tensor replaced = std::exchange(e.stored, merged);
+    if (!e.stored_by_updater) pool_->recycle(std::move(replaced));
+    e.stored_by_updater = false;
     return;
   }
   try {
+    e.stored_by_updater = e.stored_by_updater || static_cast<bool>(update.updater);
     update.apply(key, merged, e.stored, e.state);
     if (!update.updater) pool_->recycle(merged);
   } catch (const std::exception& error) {

@@ -119,6 +119,7 @@ class KvShard {
     std::int64_t count = 0;
     std::string error;  // set once, for good: every later request of the part fails with it
     Tensor stored, state;
+    bool stored_by_updater = false;  // a user's updater may have put a tensor of its own in `stored`
     std::uint64_t version = 0;  // rounds applied
     std::uint64_t wrote_out_version = 0;  // the version whose value the last merge wrote to its own output
     std::map<std::uint64_t, Round> rounds;
