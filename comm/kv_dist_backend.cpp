@@ -152,9 +152,8 @@ class DistBackend final : public KVBackend {
   // One job: each part's push asks for the round's value back, so no pull
   // message follows, each part's reply leaves as soon as its round is
   // applied, and the own shard's merge can write its part of the output.
-  // A remote part's reply lands where its push was sent from when `outs`
-  // is the pushed tensor: the shard replies only once it received the
-  // whole payload, so MPI no longer reads that memory by then.
+  // When `outs` is the pushed tensor, a remote part's reply lands where its
+  // push is sent from; the node posts that receive once the send completed.
   void pushpull(int key, const std::vector<Tensor>& values, const std::vector<Tensor>& outs, int priority) override {
     KeyState& ks = state_of(key);
     KVKeyInfo& info = keys.at(key);
