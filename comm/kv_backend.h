@@ -32,6 +32,12 @@ class KVBackend {
   virtual void init(int key, const Tensor& value) = 0;
   virtual void push(int key, const std::vector<Tensor>& values, int priority) = 0;
   virtual void pull(int key, const std::vector<Tensor>& outs, int priority) = 0;
+  /// A push, then a pull of its result; counts the push in `keys`.
+  virtual void pushpull(int key, const std::vector<Tensor>& values, const std::vector<Tensor>& outs, int priority) {
+    push(key, values, priority);
+    ++keys.at(key).pushes;
+    pull(key, outs, priority);
+  }
   virtual void set_update(KVUpdate update) = 0;
   virtual int rank() const { return 0; }
   virtual int num_workers() const { return 1; }

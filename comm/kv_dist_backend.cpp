@@ -102,8 +102,8 @@ class DistBackend final : public KVBackend {
             h.has_payload = carries_value ? 1 : 0;
             job.messages.push_back({.process = parts[j].process,
                                     .header = h,
-                                    .payload = data + parts[j].offset * static_cast<std::int64_t>(dtype_size(dtype)),
-                                    .bytes = static_cast<std::size_t>(parts[j].count) * dtype_size(dtype)});
+                                    .payload = data + offset_of(parts[j], dtype),
+                                    .bytes = bytes_of(parts[j], dtype)});
             job.acknowledged.push_back(first + j);
           }
           submit(std::move(job), std::move(done), std::move(ticket));
@@ -114,27 +114,14 @@ class DistBackend final : public KVBackend {
   void push(int key, const std::vector<Tensor>& values, int priority) override {
     KeyState& ks = state_of(key);
     const KVKeyInfo& info = keys.at(key);
-    Tensor source = values[0];
-    if (values.size() > 1) {
-      if (!ks.sum.defined()) ks.sum = Tensor::empty(engine(), info.shape, info.dtype);
-      kv_host_ops::sum(values, ks.sum, priority, "kvstore:local_sum");
-      source = ks.sum;
-    }
+    const Tensor source = local_sum(ks, info, values, priority);
     const std::vector<Part> parts = parts_of(key, info.dtype, info.numel);
     const std::uint64_t first = node_->new_requests(parts.size());
     engine().push_async(
         [this, parts, key, first, round = info.pushes, data = static_cast<const char*>(source.data()),
          dtype = info.dtype, ticket = PendingOps::Ticket(ops_)](RunContext&, Completion done) mutable {
           KvJob job;
-          for (std::size_t j = 0; j < parts.size(); ++j) {
-            kv_wire::Header h = header(kv_wire::Kind::push, key, j, dtype, parts[j].count, first + j);
-            h.round = round;
-            h.has_payload = 1;
-            job.messages.push_back({.process = parts[j].process,
-                                    .header = h,
-                                    .payload = data + parts[j].offset * static_cast<std::int64_t>(dtype_size(dtype)),
-                                    .bytes = static_cast<std::size_t>(parts[j].count) * dtype_size(dtype)});
-          }
+          add_pushes(job, parts, key, first, round, dtype, data, false);
           submit(std::move(job), std::move(done), std::move(ticket));
         },
         {source.var()}, {ks.var}, {.priority = priority, .name = "kvstore:push", .device = kRequestDevice});
@@ -154,15 +141,40 @@ class DistBackend final : public KVBackend {
             kv_wire::Header h = header(kv_wire::Kind::pull, key, j, dtype, parts[j].count, first + j);
             h.round = round;
             job.messages.push_back({.process = parts[j].process, .header = h});
-            job.receives.push_back({.process = parts[j].process,
-                                    .request = first + j,
-                                    .into = data + parts[j].offset * static_cast<std::int64_t>(dtype_size(dtype)),
-                                    .bytes = static_cast<std::size_t>(parts[j].count) * dtype_size(dtype)});
           }
+          add_receives(job, parts, first, dtype, data);
           submit(std::move(job), std::move(done), std::move(ticket));
         },
         {}, {out.var(), ks.var}, {.priority = priority, .name = "kvstore:pull", .device = kRequestDevice});
-    for (std::size_t i = 1; i < outs.size(); ++i) kv_host_ops::copy(out, outs[i], priority, "kvstore:pull");
+    copy_to_other_outputs(outs, priority);
+  }
+
+  // One job: each part's push asks for the round's value back, so no pull
+  // message follows, each part's reply leaves as soon as its round is
+  // applied, and the own shard's merge can write its part of the output.
+  // When `outs` is the pushed tensor, a remote part's reply lands where its
+  // push is sent from; the node posts that receive once the send completed.
+  void pushpull(int key, const std::vector<Tensor>& values, const std::vector<Tensor>& outs, int priority) override {
+    KeyState& ks = state_of(key);
+    KVKeyInfo& info = keys.at(key);
+    const Tensor source = local_sum(ks, info, values, priority);
+    const std::vector<Part> parts = parts_of(key, info.dtype, info.numel);
+    const std::uint64_t first = node_->new_requests(parts.size());
+    const Tensor& out = outs[0];
+    std::vector<Var> reads;
+    if (source.var() != out.var()) reads.push_back(source.var());
+    engine().push_async(
+        [this, parts, key, first, round = info.pushes, from = static_cast<const char*>(source.data()),
+         into = static_cast<char*>(out.data()), dtype = info.dtype,
+         ticket = PendingOps::Ticket(ops_)](RunContext&, Completion done) mutable {
+          KvJob job;
+          add_pushes(job, parts, key, first, round, dtype, from, true);
+          add_receives(job, parts, first, dtype, into);
+          submit(std::move(job), std::move(done), std::move(ticket));
+        },
+        reads, {out.var(), ks.var}, {.priority = priority, .name = "kvstore:pushpull", .device = kRequestDevice});
+    ++info.pushes;
+    copy_to_other_outputs(outs, priority);
   }
 
   void set_update(KVUpdate update) override {
@@ -221,6 +233,48 @@ class DistBackend final : public KVBackend {
     h.request = request;
     h.worker = node_->layout().rank;
     return h;
+  }
+
+  // The value a push sends: the local values' sum when there are several.
+  Tensor local_sum(KeyState& ks, const KVKeyInfo& info, const std::vector<Tensor>& values, int priority) {
+    if (values.size() == 1) return values[0];
+    if (!ks.sum.defined()) ks.sum = Tensor::empty(engine(), info.shape, info.dtype);
+    kv_host_ops::sum(values, ks.sum, priority, "kvstore:local_sum");
+    return ks.sum;
+  }
+
+  static std::size_t bytes_of(const Part& part, DType dtype) {
+    return static_cast<std::size_t>(part.count) * dtype_size(dtype);
+  }
+  static std::int64_t offset_of(const Part& part, DType dtype) {
+    return part.offset * static_cast<std::int64_t>(dtype_size(dtype));
+  }
+
+  void add_pushes(KvJob& job, const std::vector<Part>& parts, int key, std::uint64_t first, std::uint64_t round,
+                  DType dtype, const char* data, bool wants_value) const {
+    for (std::size_t j = 0; j < parts.size(); ++j) {
+      kv_wire::Header h = header(kv_wire::Kind::push, key, j, dtype, parts[j].count, first + j);
+      h.round = round;
+      h.has_payload = 1;
+      h.wants_value = wants_value ? 1 : 0;
+      job.messages.push_back({.process = parts[j].process,
+                              .header = h,
+                              .payload = data + offset_of(parts[j], dtype),
+                              .bytes = bytes_of(parts[j], dtype)});
+    }
+  }
+
+  static void add_receives(KvJob& job, const std::vector<Part>& parts, std::uint64_t first, DType dtype, char* data) {
+    for (std::size_t j = 0; j < parts.size(); ++j) {
+      job.receives.push_back({.process = parts[j].process,
+                              .request = first + j,
+                              .into = data + offset_of(parts[j], dtype),
+                              .bytes = bytes_of(parts[j], dtype)});
+    }
+  }
+
+  void copy_to_other_outputs(const std::vector<Tensor>& outs, int priority) {
+    for (std::size_t i = 1; i < outs.size(); ++i) kv_host_ops::copy(outs[0], outs[i], priority, "kvstore:pull");
   }
 
   // Part j of the key goes to shard (hash(key) + j) mod S.

@@ -39,6 +39,18 @@ std::string seconds_text(double seconds) {
 
 int bytes_count(std::size_t bytes) { return static_cast<int>(bytes); }
 
+// Whether `r` lands on memory that the job's message of the same request
+// sends its payload from.
+bool receives_into_own_payload(const KvJob& job, const KvJob::Receive& r) {
+  const char* into = static_cast<const char*>(r.into);
+  for (const KvJob::Message& m : job.messages) {
+    if (m.header.request != r.request || m.process != r.process || !m.header.has_payload) continue;
+    const char* from = static_cast<const char*>(m.payload);
+    if (from < into + r.bytes && into < from + m.bytes) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 KvNode::KvNode(KvLayout layout, bool sync, KVUpdate update)
@@ -126,7 +138,7 @@ void KvNode::submit(KvJob job) {
 }
 
 void KvNode::send_value(int process, std::uint64_t request, Tensor value, Completion done) {
-  if (process == layout_.rank) return copy_reply_locally(request, value, std::move(done));
+  if (process == layout_.rank) return copy_reply_locally(request, &value, std::move(done));
   std::unique_lock lock(mutex_);
   if (broken_ || stop_) {
     const std::exception_ptr error = broken_ ? broken_ : kv_error("the store is shutting down");
@@ -166,10 +178,14 @@ void KvNode::local_push_read(std::uint64_t request) {
   wake_.notify_one();
 }
 
+void KvNode::local_value_written(std::uint64_t request, Completion done) {
+  copy_reply_locally(request, nullptr, std::move(done));
+}
+
 // The reply of this process's shard to this process: copied into the
 // receive's memory on the thread that runs the reply operation. A receive
 // being copied into is not revoked until the copy ends (its job waits).
-void KvNode::copy_reply_locally(std::uint64_t request, const Tensor& value, Completion done) {
+void KvNode::copy_reply_locally(std::uint64_t request, const Tensor* value, Completion done) {
   LocalReceive receive;
   {
     std::lock_guard lock(local_mutex_);
@@ -181,8 +197,8 @@ void KvNode::copy_reply_locally(std::uint64_t request, const Tensor& value, Comp
     it->second.copying = true;
     receive = it->second;
   }
-  if (const std::size_t bytes = std::min(receive.bytes, value.nbytes()); bytes > 0) {
-    std::memcpy(receive.into, value.data(), bytes);
+  if (const std::size_t bytes = value ? std::min(receive.bytes, value->nbytes()) : 0; bytes > 0) {
+    std::memcpy(receive.into, value->data(), bytes);
   }
   {
     std::lock_guard lock(local_mutex_);
@@ -410,12 +426,15 @@ void KvNode::post_job(KvJob job) {
   a.started = Clock::now();
   a.awaited = static_cast<int>(a.job.acknowledged.size());
   int rc = MPI_SUCCESS;
-  for (const KvJob::Receive& r : a.job.receives) {
+  for (std::size_t i = 0; i < a.job.receives.size(); ++i) {
+    const KvJob::Receive& r = a.job.receives[i];
     MPI_Request request = MPI_REQUEST_NULL;
     if (r.process == layout_.rank) {
       std::lock_guard lock(local_mutex_);
       local_receives_[r.request] = {.into = r.into, .bytes = r.bytes, .copying = false};
       ++a.local_receives;
+    } else if (receives_into_own_payload(a.job, r)) {
+      a.deferred.push_back({.receive = i});
     } else if (rc == MPI_SUCCESS) {
       rc = MPI_Irecv(r.into, bytes_count(r.bytes), MPI_BYTE, r.process, reply_tag(r.request), world_, &request);
     }
@@ -438,6 +457,9 @@ void KvNode::post_job(KvJob job) {
       if (rc == MPI_SUCCESS) {
         rc = MPI_Isend(m.payload, bytes_count(m.bytes), MPI_BYTE, m.process, kv_wire::kPayloadTag, world_, &request);
       }
+      for (DeferredReceive& d : a.deferred) {
+        if (a.job.receives[d.receive].request == m.header.request) d.send = a.requests.size();
+      }
       a.requests.push_back(request);
     }
   }
@@ -445,7 +467,8 @@ void KvNode::post_job(KvJob job) {
 }
 
 // A message to this process's own shard: handed over directly, in the
-// order of the worker's messages; a push's value is read in place.
+// order of the worker's messages; a push's value is read in place, and a
+// pushpull's output (its receive of the same request) handed with it.
 void KvNode::deliver_locally(ActiveJob& a, const KvJob::Message& m) {
   const kv_wire::Header& h = m.header;
   last_message_ = Clock::now();
@@ -454,7 +477,13 @@ void KvNode::deliver_locally(ActiveJob& a, const KvJob::Message& m) {
   if (h.kind == kv_wire::Kind::push && h.has_payload) {
     ++a.local_reads;
     watched_[h.request] = &a;
-    shard_->on_local_push(layout_.rank, h, m.payload);
+    void* out = nullptr;
+    if (h.wants_value) {
+      for (const KvJob::Receive& r : a.job.receives) {
+        if (r.request == h.request && r.process == layout_.rank && r.bytes == m.bytes) out = r.into;
+      }
+    }
+    shard_->on_local_push(layout_.rank, h, m.payload, out);
     return;
   }
   Tensor payload;
@@ -566,8 +595,28 @@ void KvNode::on_status(const kv_wire::Status& s) {
   }
 }
 
+void KvNode::post_deferred_receives(ActiveJob& a) {
+  for (auto d = a.deferred.begin(); d != a.deferred.end() && !a.error;) {
+    int sent = 1;
+    int rc = MPI_SUCCESS;
+    if (d->send != DeferredReceive::kNoSend) rc = MPI_Test(&a.requests[d->send], &sent, MPI_STATUS_IGNORE);
+    if (rc == MPI_SUCCESS && !sent) {
+      ++d;
+      continue;
+    }
+    const KvJob::Receive& r = a.job.receives[d->receive];
+    if (rc == MPI_SUCCESS) {
+      rc = MPI_Irecv(r.into, bytes_count(r.bytes), MPI_BYTE, r.process, reply_tag(r.request), world_,
+                     &a.requests[d->receive]);
+    }
+    if (rc != MPI_SUCCESS) a.error = kv_error("a request failed: " + mpi_runtime::mpi_error_text(rc));
+    d = a.deferred.erase(d);
+  }
+}
+
 void KvNode::poll_jobs() {
   for (auto it = jobs_.begin(); it != jobs_.end();) {
+    post_deferred_receives(*it);
     int flag = 0;
     const int rc = MPI_Testall(static_cast<int>(it->requests.size()), it->requests.data(), &flag,
                                MPI_STATUSES_IGNORE);
@@ -577,7 +626,8 @@ void KvNode::poll_jobs() {
     }
     // A failed job still waits for its local pushes' reads (its memory is
     // the program's), not for replies that will not come.
-    if (flag && (it->awaited == 0 || it->error) && it->local_reads == 0 && (it->local_receives == 0 || it->error)) {
+    if (flag && (it->deferred.empty() || it->error) && (it->awaited == 0 || it->error) && it->local_reads == 0 &&
+        (it->local_receives == 0 || it->error)) {
       auto done = it++;
       end_job(done);
     } else {

@@ -105,12 +105,22 @@ class KvNode final : public KvReplies {
   void send_value(int process, std::uint64_t request, Tensor value, Completion done) override;
   void send_status(int process, std::uint64_t request, std::string error) override;
   void local_push_read(std::uint64_t request) override;
+  void local_value_written(std::uint64_t request, Completion done) override;
 
  private:
   using Clock = std::chrono::steady_clock;
+  // A receive into memory that its own request's payload is sent from (a
+  // pushpull into the pushed tensor): MPI may not see a send buffer written
+  // before the send completes, so it is posted once the send did.
+  struct DeferredReceive {
+    std::size_t receive = 0;              // in job.receives and requests
+    std::size_t send = kNoSend;           // the payload's send in requests
+    static constexpr std::size_t kNoSend = ~std::size_t{0};
+  };
   struct ActiveJob {
     KvJob job;
     std::vector<MPI_Request> requests;  // the receives, then the messages' sends
+    std::vector<DeferredReceive> deferred;
     int awaited = 0;                    // statuses still to come
     int local_reads = 0;                // pushes to this process's shard still reading the job's memory
     int local_receives = 0;             // replies of this process's shard still to be copied
@@ -164,9 +174,11 @@ class KvNode final : public KvReplies {
   void poll_statuses();
   void on_status(const kv_wire::Status& s);
   void deliver_locally(ActiveJob& a, const KvJob::Message& m);
-  void copy_reply_locally(std::uint64_t request, const Tensor& value, Completion done);
+  /// `value` null: the shard already wrote it into the receive's memory.
+  void copy_reply_locally(std::uint64_t request, const Tensor* value, Completion done);
   void revoke_local_receives(const ActiveJob& a);
   void poll_jobs();
+  void post_deferred_receives(ActiveJob& a);
   void poll_sends();
   void poll_barrier();
   void check_deadlines();

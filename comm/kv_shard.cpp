@@ -2,6 +2,7 @@
 
 #include "comm/kv_shard.h"
 
+#include <algorithm>
 #include <cstring>
 #include <exception>
 #include <stdexcept>
@@ -21,6 +22,19 @@ constexpr Device kInlineDevice = Device::custom(62);
 constexpr std::size_t kInlineMergeBytes = std::size_t{256} << 10;
 
 Device merge_device(std::size_t bytes) { return bytes <= kInlineMergeBytes ? kInlineDevice : Device::cpu(); }
+
+// merged += addend, then out = merged, a block at a time so that the copy
+// reads the sum from the cache. `out` may be `addend` (a pushpull into the
+// pushed tensor): each block of it is read before it is written.
+void add_then_copy(DType dtype, void* merged, const void* addend, void* out, std::int64_t count) {
+  constexpr std::int64_t kBlockBytes = std::int64_t{32} << 10;
+  const std::int64_t block = kBlockBytes / static_cast<std::int64_t>(dtype_size(dtype));
+  for (std::int64_t first = 0; first < count; first += block) {
+    const std::int64_t n = std::min(block, count - first);
+    host_math::add(dtype, merged, addend, first, n);
+    host_math::copy(dtype, out, first, merged, first, n);
+  }
+}
 
 std::string part_text(int key, std::uint32_t part) {
   return "key " + std::to_string(key) + (part ? " (part " + std::to_string(part) + ")" : "");
@@ -56,6 +70,13 @@ class KvShard::ReplyTicket {
     shard->replies_pending_.fetch_sub(1, std::memory_order_acq_rel);
   }
 
+  /// The value is already in the own process's output.
+  void send_written(Completion done) {
+    KvShard* shard = std::exchange(shard_, nullptr);
+    shard->replies_.local_value_written(request_, std::move(done));
+    shard->replies_pending_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+
  private:
   KvShard* shard_;
   int source_;
@@ -63,12 +84,17 @@ class KvShard::ReplyTicket {
 };
 
 KvShard::KvShard(Engine& engine, KvReplies& replies, int workers, bool sync, KVUpdate update)
-    : engine_(engine), replies_(replies), workers_(workers), sync_(sync), update_(std::move(update)) {
+    : engine_(engine),
+      replies_(replies),
+      workers_(workers),
+      sync_(sync),
+      update_(std::move(update)),
+      pool_(std::make_shared<KvBufferPool>(engine, kInlineDevice)) {
   engine_.add_device(kInlineDevice, std::make_unique<InlineExecutor>());
 }
 
 Tensor KvShard::payload_buffer(const kv_wire::Header& h) const {
-  return Tensor::empty(engine_, {h.count}, static_cast<DType>(h.dtype));
+  return pool_->take(h.count, static_cast<DType>(h.dtype));
 }
 
 void KvShard::set_update(KVUpdate update) {
@@ -92,11 +118,12 @@ void KvShard::on_message(int source, const kv_wire::Header& h, Tensor payload) {
   Entry& e = entries_[{h.key, h.part}];
   switch (h.kind) {
     case Kind::init: return on_init(source, h.key, e, h, std::move(payload));
-    case Kind::push: return on_push(h.key, e, h, Addend{.buffer = std::move(payload), .local = nullptr, .read = {}});
+    case Kind::push:
+      return on_push(source, h.key, e, h,
+                     Addend{.buffer = std::move(payload), .local = nullptr, .out = nullptr, .read = {}});
     case Kind::pull:
-      if (!e.error.empty() || !sync_ || h.round <= e.version) return answer(source, h.request, e);
-      e.pulls.push_back({source, h.request, h.round});
-      return;
+      e.pulls.push_back({.source = source, .request = h.request, .round = sync_ ? h.round : 0, .own_output = false});
+      return answer_ready_pulls(e);
     default: return;
   }
 }
@@ -116,6 +143,7 @@ void KvShard::on_init(int source, int key, Entry& e, const kv_wire::Header& h, T
   if (payload.defined() && e.error.empty()) {
     e.stored = std::move(payload);
     e.state = Tensor();
+    e.stored_by_updater = false;
   }
   e.inits.push_back({source, h.request, 0});
   if (static_cast<int>(e.inits.size()) < workers_) return;
@@ -123,38 +151,58 @@ void KvShard::on_init(int source, int key, Entry& e, const kv_wire::Header& h, T
   e.inits.clear();
 }
 
-void KvShard::on_local_push(int source, const kv_wire::Header& h, const void* data) {
-  (void)source;
-  Addend value{.buffer = {}, .local = data, .read = LocalRead(replies_, h.request)};
-  on_push(h.key, entries_[{h.key, h.part}], h, std::move(value));
+void KvShard::on_local_push(int source, const kv_wire::Header& h, const void* data, void* out) {
+  Addend value{.buffer = {}, .local = data, .out = out, .read = LocalRead(replies_, h.request)};
+  on_push(source, h.key, entries_[{h.key, h.part}], h, std::move(value));
 }
 
-Tensor KvShard::own_buffer(const kv_wire::Header& h, Addend value) {
+Tensor KvShard::own_buffer(const kv_wire::Header& h, Addend value, void* out) {
   if (value.buffer.defined()) return std::move(value.buffer);
   Tensor buffer = payload_buffer(h);
   engine_.push(
-      [d = buffer.data(), s = value.local, bytes = buffer.nbytes(), read = std::move(value.read)](RunContext&) mutable {
+      [d = buffer.data(), s = value.local, out, bytes = buffer.nbytes(), read = std::move(value.read)](RunContext&) mutable {
         if (bytes > 0) std::memcpy(d, s, bytes);
+        if (bytes > 0 && out != nullptr && out != s) std::memcpy(out, s, bytes);
         read.release();
       },
       {}, {buffer.var()}, {.name = "kvstore:local_push", .device = merge_device(buffer.nbytes())});
   return buffer;
 }
 
-void KvShard::add_into(const Tensor& merged, const kv_wire::Header& h, Addend value) {
+void KvShard::add_into(const Tensor& merged, const kv_wire::Header& h, Addend value, void* out) {
   std::vector<Var> reads;
   if (value.buffer.defined()) reads.push_back(value.buffer.var());
   const void* s = value.buffer.defined() ? value.buffer.data() : value.local;
   engine_.push(
-      [dtype = static_cast<DType>(h.dtype), d = merged.data(), s, n = h.count, keep = std::move(value.buffer),
+      [dtype = static_cast<DType>(h.dtype), d = merged.data(), s, out, n = h.count, keep = std::move(value.buffer),
        read = std::move(value.read)](RunContext&) mutable {
-        host_math::add(dtype, d, s, 0, n);
+        if (out != nullptr) add_then_copy(dtype, d, s, out, n);
+        else host_math::add(dtype, d, s, 0, n);
         read.release();
       },
       reads, {merged.var()}, {.name = "kvstore:merge", .device = merge_device(merged.nbytes())});
 }
 
-void KvShard::on_push(int key, Entry& e, const kv_wire::Header& h, Addend value) {
+KVUpdate KvShard::current_update() {
+  std::lock_guard lock(update_mutex_);
+  return update_;
+}
+
+// A push that wants the value back waits like the pull that would follow
+// it: for its round to be applied (dist_sync), or for nothing (dist_async:
+// its own push is applied at once).
+void KvShard::on_push(int source, int key, Entry& e, const kv_wire::Header& h, Addend value) {
+  if (h.wants_value) {
+    e.pulls.push_back({.source = source,
+                       .request = h.request,
+                       .round = sync_ ? h.round + 1 : 0,
+                       .own_output = sync_ && value.out != nullptr});
+  }
+  merge_push(key, e, h, std::move(value));
+  answer_ready_pulls(e);
+}
+
+void KvShard::merge_push(int key, Entry& e, const kv_wire::Header& h, Addend value) {
   if (!e.error.empty()) return;
   if (!e.known || !e.stored.defined()) {
     return fail_entry(e, "a push of " + part_text(key, h.part) + " reached its server before the key's init");
@@ -164,47 +212,56 @@ void KvShard::on_push(int key, Entry& e, const kv_wire::Header& h, Addend value)
                              ", initialised with " + layout_text(e.dtype, e.count));
   }
   if (!sync_) {
-    apply(key, e, own_buffer(h, std::move(value)));
+    apply(key, e, own_buffer(h, std::move(value), nullptr), false);
     ++e.version;
-    return answer_ready_pulls(e);
+    return;
   }
   Round& r = e.rounds[h.round];
-  if (r.merged.defined()) {
-    add_into(r.merged, h, std::move(value));
-  } else if (value.buffer.defined()) {
-    r.merged = std::move(value.buffer);
-    if (r.held) add_into(r.merged, h, std::move(*r.held));
-    r.held.reset();
-  } else {
+  if (value.local != nullptr) {
     r.held = std::move(value);
+  } else if (r.merged.defined()) {
+    add_into(r.merged, h, std::move(value), nullptr);
+  } else {
+    r.merged = std::move(value.buffer);
   }
   ++r.arrived;
   if (r.arrived == workers_ && r.held) {
-    r.merged = own_buffer(h, std::move(*r.held));
+    // The round's last merge. Without an update the sum is the new value,
+    // which the own pushpull pulls: that merge writes it to the output too.
+    Addend own = std::move(*r.held);
     r.held.reset();
+    r.wrote_out = own.out != nullptr && current_update().replaces();
+    void* out = r.wrote_out ? own.out : nullptr;
+    if (r.merged.defined()) add_into(r.merged, h, std::move(own), out);
+    else r.merged = own_buffer(h, std::move(own), out);
   }
   // Rounds are applied in order; a fast worker's next round waits.
   while (!e.rounds.empty() && e.rounds.begin()->first == e.version && e.rounds.begin()->second.arrived == workers_) {
     const Tensor merged = std::move(e.rounds.begin()->second.merged);
+    const bool wrote_out = e.rounds.begin()->second.wrote_out;
     e.rounds.erase(e.rounds.begin());
-    apply(key, e, merged);  // a failed update clears the rounds
+    apply(key, e, merged, wrote_out);  // a failed update clears the rounds
     ++e.version;
+    if (wrote_out) e.wrote_out_version = e.version;
   }
-  answer_ready_pulls(e);
 }
 
-void KvShard::apply(int key, Entry& e, const Tensor& merged) {
-  KVUpdate update;
-  {
-    std::lock_guard lock(update_mutex_);
-    update = update_;
-  }
-  if (update.replaces()) {
-    e.stored = merged;
+// The buffers the shard lets go of go back to its pool: a replaced stored
+// value, and the merged sum once the built-in SGD read it. A user's updater
+// might keep either (or store a tensor of its own), so what it saw is freed
+// as before instead.
+void KvShard::apply(int key, Entry& e, const Tensor& merged, bool forced_replace) {
+  const KVUpdate update = current_update();
+  if (forced_replace || update.replaces()) {
+    Tensor replaced = std::exchange(e.stored, merged);
+    if (!e.stored_by_updater) pool_->recycle(std::move(replaced));
+    e.stored_by_updater = false;
     return;
   }
   try {
+    e.stored_by_updater = e.stored_by_updater || static_cast<bool>(update.updater);
     update.apply(key, merged, e.stored, e.state);
+    if (!update.updater) pool_->recycle(merged);
   } catch (const std::exception& error) {
     fail_entry(e, std::string("the updater of key ") + std::to_string(key) + " failed on its server: " + error.what());
   }
@@ -214,18 +271,26 @@ void KvShard::answer_ready_pulls(Entry& e) {
   std::vector<Waiter> waiting;
   waiting.swap(e.pulls);
   for (const Waiter& w : waiting) {
-    if (!e.error.empty() || w.round <= e.version) answer(w.source, w.request, e);
+    if (!e.error.empty() || w.round <= e.version) answer(w, e);
     else e.pulls.push_back(w);
   }
 }
 
-void KvShard::answer(int source, std::uint64_t request, Entry& e) {
-  if (!e.error.empty()) return replies_.send_status(source, request, e.error);
-  if (!e.stored.defined()) return replies_.send_status(source, request, "a pull reached its server before the key's init");
+// The own pushpull of round r is answered at version r + 1 exactly: the
+// process pushes round r + 1 only after this reply. So when that round's
+// merge wrote the output, the reply only says so; it runs after the merge
+// (it reads the value's variable, which the merge writes).
+void KvShard::answer(const Waiter& w, Entry& e) {
+  if (!e.error.empty()) return replies_.send_status(w.source, w.request, e.error);
+  if (!e.stored.defined()) {
+    return replies_.send_status(w.source, w.request, "a pull reached its server before the key's init");
+  }
   const Tensor value = e.stored;
+  const bool written = w.own_output && e.wrote_out_version == e.version && w.round == e.version;
   engine_.push_async(
-      [ticket = ReplyTicket(*this, source, request), value](RunContext&, Completion done) mutable {
-        ticket.send(value, std::move(done));
+      [ticket = ReplyTicket(*this, w.source, w.request), value, written](RunContext&, Completion done) mutable {
+        if (written) ticket.send_written(std::move(done));
+        else ticket.send(value, std::move(done));
       },
       {value.var()}, {}, {.name = "kvstore:reply", .device = kInlineDevice});
 }

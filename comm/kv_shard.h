@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "comm/kv_buffer_pool.h"
 #include "comm/kv_update.h"
 #include "comm/kv_wire.h"
 #include "depengine/completion.h"
@@ -35,8 +36,11 @@ class KvReplies {
   /// Tells `process` that `request` ended: well when `error` is empty.
   virtual void send_status(int process, std::uint64_t request, std::string error) = 0;
   /// The shard no longer reads the memory of its own process's push
-  /// `request` (on_local_push).
+  /// `request` (on_local_push), nor writes its output.
   virtual void local_push_read(std::uint64_t request) = 0;
+  /// The reply to this process's own `request` is already in its output
+  /// (the merge wrote it there); `done` once that is recorded.
+  virtual void local_value_written(std::uint64_t request, Completion done) = 0;
 };
 
 class KvShard {
@@ -49,10 +53,13 @@ class KvShard {
   /// A message from worker process `source`, with its payload if it has one.
   void on_message(int source, const kv_wire::Header& header, Tensor payload);
   /// A push of the worker in this shard's own process, read in place from
-  /// `data` (no copy through MPI): added into the round's merge buffer, or
-  /// copied to start it. `KvReplies::local_push_read(header.request)` says
-  /// when `data` is no longer read.
-  void on_local_push(int source, const kv_wire::Header& header, const void* data);
+  /// `data` (no copy through MPI): added into the round's merge buffer as
+  /// the round's last addend, or copied to start it. With `out` (the
+  /// output of the push's own pull, header.wants_value), dist_sync and no
+  /// update, that last merge also writes the sum to `out`, so that the
+  /// reply needs no copy. `KvReplies::local_push_read(header.request)`
+  /// says when `data` is no longer read nor `out` written.
+  void on_local_push(int source, const kv_wire::Header& header, const void* data, void* out);
   void set_update(KVUpdate update);
 
   int finished_workers() const { return finished_; }
@@ -89,19 +96,22 @@ class KvShard {
   struct Addend {
     Tensor buffer;
     const void* local = nullptr;
+    void* out = nullptr;  // a local push's own output (on_local_push)
     LocalRead read;
   };
   struct Round {
     Tensor merged;
-    // The own process's push, when it came first: it is added into the
-    // first received payload instead of being copied.
+    // The own process's push: it waits for the round's other pushes and is
+    // added last into their merged buffer instead of being copied.
     std::optional<Addend> held;
     int arrived = 0;
+    bool wrote_out = false;  // the last merge wrote the sum to the own push's output
   };
   struct Waiter {
     int source = 0;
     std::uint64_t request = 0;
     std::uint64_t round = 0;
+    bool own_output = false;  // the own process's pushpull, whose merge may write its output
   };
   struct Entry {
     bool known = false;
@@ -109,22 +119,27 @@ class KvShard {
     std::int64_t count = 0;
     std::string error;  // set once, for good: every later request of the part fails with it
     Tensor stored, state;
+    bool stored_by_updater = false;  // a user's updater may have put a tensor of its own in `stored`
     std::uint64_t version = 0;  // rounds applied
+    std::uint64_t wrote_out_version = 0;  // the version whose value the last merge wrote to its own output
     std::map<std::uint64_t, Round> rounds;
     std::vector<Waiter> pulls, inits;
   };
   class ReplyTicket;
 
   void on_init(int source, int key, Entry& e, const kv_wire::Header& h, Tensor payload);
-  void on_push(int key, Entry& e, const kv_wire::Header& h, Addend value);
+  void on_push(int source, int key, Entry& e, const kv_wire::Header& h, Addend value);
+  void merge_push(int key, Entry& e, const kv_wire::Header& h, Addend value);
   /// The addend as a buffer of the shard's own (a local one copied into a
-  /// new buffer by an engine operation).
-  Tensor own_buffer(const kv_wire::Header& h, Addend value);
-  /// Pushes merged += value.
-  void add_into(const Tensor& merged, const kv_wire::Header& h, Addend value);
-  void apply(int key, Entry& e, const Tensor& merged);
+  /// buffer by an engine operation, and to `out` when given).
+  Tensor own_buffer(const kv_wire::Header& h, Addend value, void* out);
+  /// Pushes merged += value, then out = merged when `out` is given.
+  void add_into(const Tensor& merged, const kv_wire::Header& h, Addend value, void* out);
+  /// `forced_replace`: the round's sum was already pulled as the new value.
+  void apply(int key, Entry& e, const Tensor& merged, bool forced_replace);
   void answer_ready_pulls(Entry& e);
-  void answer(int source, std::uint64_t request, Entry& e);
+  void answer(const Waiter& w, Entry& e);
+  KVUpdate current_update();
   void fail_entry(Entry& e, std::string error);
 
   Engine& engine_;
@@ -133,6 +148,7 @@ class KvShard {
   const bool sync_;
   std::mutex update_mutex_;
   KVUpdate update_;
+  const std::shared_ptr<KvBufferPool> pool_;
   std::map<std::pair<int, std::uint32_t>, Entry> entries_;
   int finished_ = 0;
   std::atomic<int> replies_pending_{0};

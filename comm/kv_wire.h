@@ -13,7 +13,8 @@ namespace depengine::detail::kv_wire {
 
 enum class Kind : std::uint32_t {
   init,       // a part's shape; from worker 0 with its value
-  push,       // a worker's sum for one round of the part, with the value
+  push,       // a worker's sum for one round of the part, with the value;
+              // with wants_value also its pull of the round's result
   pull,       // wants the value once `round` rounds are applied (dist_sync)
   optimizer,  // SGD's parameters in `sgd`
   finish,     // the worker's store is gone
@@ -30,6 +31,7 @@ struct Header {
   std::uint64_t round = 0;
   std::int32_t worker = 0;
   std::int32_t has_payload = 0;
+  std::int32_t wants_value = 0;  // a push: reply with the value once the round is applied
   double sgd[4] = {0, 0, 0, 0};  // learning rate, momentum, weight decay, rescale
 };
 

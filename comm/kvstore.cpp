@@ -167,9 +167,7 @@ void pushpull_key(KVBackend& b, const KeyArg& key, const std::vector<Tensor>& va
   std::lock_guard lock(b.mutex);
   require_matching("pushpull", b, key, values, "values");
   require_matching("pushpull", b, key, outs, "outputs");
-  b.push(key.key, values, priority);
-  ++b.keys.at(key.key).pushes;
-  b.pull(key.key, outs, priority);
+  b.pushpull(key.key, values, outs, priority);
 }
 
 }  // namespace

@@ -358,6 +358,16 @@ TEST_P(KVStoreMpi, OwnShardGivesTheSameResults) {
   }
 }
 
+// The blocking read of `t` fails with an error that mentions `needle`.
+void expect_read_fails(Engine& engine, const Tensor& t, const std::string& what, const std::string& needle) {
+  try {
+    engine.wait_to_read(t.var());
+    ADD_FAILURE() << what << " succeeded";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
 // The errors of a key on the process's own shard and on another's: bad
 // calls throw at once; processes that initialised a key differently, and
 // an updater that throws on the shard, fail the key's pulls on every
@@ -388,30 +398,127 @@ TEST_P(KVStoreMpi, OwnShardErrors) {
     kv.init(mismatched, Tensor::zeros(engine, {4 + kv.rank()}));
     Tensor out = Tensor::empty(engine, {4 + kv.rank()});
     kv.pull(mismatched, {out});
-    try {
-      engine.wait_to_read(out.var());
-      ADD_FAILURE() << "the pull of key " << mismatched << ", initialised differently, succeeded";
-    } catch (const std::runtime_error& e) {
-      EXPECT_NE(std::string(e.what()).find("initialised key " + std::to_string(mismatched) + " differently"),
-                std::string::npos)
-          << e.what();
-    }
+    expect_read_fails(engine, out, "the pull of key " + std::to_string(mismatched) + ", initialised differently",
+                      "initialised key " + std::to_string(mismatched) + " differently");
 
     kv.init(failing[s], Tensor::zeros(engine, {5}));
     Tensor failed = Tensor::empty(engine, {5});
     kv.pushpull(failing[s], {Tensor::full(engine, {5}, 1.0)}, {failed});
-    try {
-      engine.wait_to_read(failed.var());
-      ADD_FAILURE() << "the pull of key " << failing[s] << ", whose update threw, succeeded";
-    } catch (const std::runtime_error& e) {
-      EXPECT_NE(std::string(e.what()).find("no update here"), std::string::npos) << e.what();
-    }
+    expect_read_fails(engine, failed, "the pull of key " + std::to_string(failing[s]) + ", whose update threw",
+                      "no update here");
     Tensor again = Tensor::empty(engine, {5});
     kv.pull(failing[s], {again});
     EXPECT_THROW(engine.wait_to_read(again.var()), std::runtime_error);
 
     Tensor fine = Tensor::empty(engine, {6});
     kv.pushpull(good, {Tensor::full(engine, {6}, 2.0)}, {fine});
+    for (float v : fine.to_host<float>()) EXPECT_EQ(v, 2.0f * static_cast<float>(workers()));
+  }
+  kv.barrier();
+}
+
+// pushpull is one request per part whose reply follows the round's merge;
+// on the process's own shard, without an updater, that merge writes the
+// output itself. On keys of every shard (the own process's and the
+// others'), after a round pushed without a pull, into other tensors on two
+// devices and into the pushed tensor itself, for several rounds: each
+// output holds the round's value, and a pull afterwards sees the same.
+void check_pushpull_on_every_shard(Engine& engine, KVStore& kv, int shards, int workers, bool with_updater) {
+  std::vector<int> keys;
+  std::vector<std::int64_t> sizes;
+  for (int s = 0; s < shards; ++s) {
+    for (std::int64_t n : {std::int64_t{1}, std::int64_t{255}, std::int64_t{1000}}) {
+      keys.push_back(key_on_shard(s, shards, keys.empty() ? 1300 : keys.back() + 1));
+      sizes.push_back(n);  // 1000 float32 elements: 4 parts of 1 KiB over the shards
+    }
+  }
+  for (std::size_t k = 0; k < keys.size(); ++k) kv.init(keys[k], Tensor::zeros(engine, {sizes[k]}));
+  // What every worker's pushes of `round` add up to (two local values from
+  // rounds pushed from two devices, one from the pushed-into tensor).
+  const auto round_sum = [&](std::size_t k, int round, bool two_values) {
+    std::vector<double> sum(static_cast<std::size_t>(sizes[k]), 0.0);
+    for (int w = 0; w < workers; ++w) {
+      for (std::int64_t i = 0; i < sizes[k]; ++i) {
+        sum[i] += value_at(keys[k], w, round, i) + (two_values ? value_at(keys[k], w + 100, round, i) : 0.0);
+      }
+    }
+    return sum;
+  };
+  std::vector<std::vector<double>> stored(keys.size());
+  for (std::size_t k = 0; k < keys.size(); ++k) stored[k].assign(static_cast<std::size_t>(sizes[k]), 0.0);
+  const auto expect_round = [&](std::size_t k, int round, bool two_values) {
+    const std::vector<double> sum = round_sum(k, round, two_values);
+    for (std::size_t i = 0; i < sum.size(); ++i) stored[k][i] = with_updater ? stored[k][i] + sum[i] : sum[i];
+    return stored[k];
+  };
+  const int rounds = 4;
+  for (int round = 1; round <= rounds; ++round) {
+    for (std::size_t k = 0; k < keys.size(); ++k) {
+      SCOPED_TRACE("key " + std::to_string(keys[k]) + " of " + std::to_string(sizes[k]) + " elements, round " +
+                   std::to_string(round));
+      const int slot = kv.rank();
+      if (round == 1) {
+        kv.push(keys[k], {tensor_of(engine, sizes[k], DType::float32, Device::emulated(0), keys[k], slot, round),
+                          tensor_of(engine, sizes[k], DType::float32, Device::cpu(), keys[k], slot + 100, round)});
+        expect_round(k, round, true);
+      } else if (round == 2) {
+        Tensor on_device = Tensor::full(engine, {sizes[k]}, -1.0, DType::float32, Device::emulated(1));
+        Tensor on_host = Tensor::full(engine, {sizes[k]}, -1.0);
+        kv.pushpull(keys[k],
+                    {tensor_of(engine, sizes[k], DType::float32, Device::emulated(0), keys[k], slot, round),
+                     tensor_of(engine, sizes[k], DType::float32, Device::cpu(), keys[k], slot + 100, round)},
+                    {on_device, on_host});
+        const std::vector<double> want = expect_round(k, round, true);
+        EXPECT_EQ(host_of(on_device), want);
+        EXPECT_EQ(host_of(on_host), want);
+      } else {
+        Tensor t = tensor_of(engine, sizes[k], DType::float32, Device::cpu(), keys[k], slot, round);
+        kv.pushpull(keys[k], {t}, {t});
+        EXPECT_EQ(host_of(t), expect_round(k, round, false));
+      }
+    }
+  }
+  for (std::size_t k = 0; k < keys.size(); ++k) {
+    Tensor out = Tensor::full(engine, {sizes[k]}, -1.0);
+    kv.pull(keys[k], {out});
+    EXPECT_EQ(host_of(out), stored[k]) << "key " << keys[k];
+  }
+  kv.barrier();
+}
+
+TEST_P(KVStoreMpi, PushpullWithoutUpdaterOnEveryShard) {
+  auto kv = KVStore::create(*engine_, "dist_sync", options(1024));
+  if (!kv.is_worker()) return;
+  check_pushpull_on_every_shard(*engine_, kv, shards(), workers(), false);
+}
+
+TEST_P(KVStoreMpi, PushpullWithUpdaterOnEveryShard) {
+  KVStoreOptions o = options(1024);
+  o.updater = [](int, const Tensor& merged, Tensor& stored) { ops::axpy(1.0, merged, stored); };
+  auto kv = KVStore::create(*engine_, "dist_sync", o);
+  if (!kv.is_worker()) return;
+  check_pushpull_on_every_shard(*engine_, kv, shards(), workers(), true);
+}
+
+// A pushpull of a key the processes initialised differently fails on every
+// worker, on the own shard and on the others', and the store goes on.
+TEST_P(KVStoreMpi, PushpullOfAMismatchedKeyFails) {
+  if (workers() < 2) GTEST_SKIP() << "needs two workers";
+  Engine& engine = *engine_;
+  auto kv = KVStore::create(engine, "dist_sync", options());
+  if (!kv.is_worker()) return;
+  for (int s = 0; s < shards(); ++s) {
+    SCOPED_TRACE("shard " + std::to_string(s));
+    const int mismatched = key_on_shard(s, shards(), 1500);
+    kv.init(mismatched, Tensor::zeros(engine, {4 + kv.rank()}));
+    Tensor t = Tensor::full(engine, {4 + kv.rank()}, 1.0);
+    kv.pushpull(mismatched, {t}, {t});
+    expect_read_fails(engine, t, "the pushpull of key " + std::to_string(mismatched) + ", initialised differently",
+                      "initialised key " + std::to_string(mismatched) + " differently");
+    const int good = key_on_shard(s, shards(), 1600);
+    kv.init(good, Tensor::zeros(engine, {3}));
+    Tensor fine = Tensor::full(engine, {3}, 2.0);
+    kv.pushpull(good, {fine}, {fine});
     for (float v : fine.to_host<float>()) EXPECT_EQ(v, 2.0f * static_cast<float>(workers()));
   }
   kv.barrier();
