@@ -3,9 +3,8 @@
 // back once no operation uses them any more. Each received push needs a
 // buffer of its own (it is merged into, then becomes the stored value); a
 // fresh allocation of a large one costs the kernel a page fault and a
-// zeroed page for every 4 KiB the receive writes — at a few MiB per part
-// that was most of a pushpull's time. A buffer taken from the pool keeps
-// its pages.
+// zeroed page for every 4 KiB the receive writes, at a few MiB per part.
+// A buffer taken from the pool keeps its pages.
 //
 // Callable from any thread: take() on the node's, the recycling operation
 // on whichever thread ends the buffer's last use.

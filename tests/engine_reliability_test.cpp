@@ -151,10 +151,12 @@ TEST(ReliabilityOptions, TheEnvironmentBoundsTheOpsInFlight) {
   {
     Engine engine({.kind = EngineKind::Threaded, .cpu_threads = 2});
     std::atomic<bool> release{false}, third_pushed{false};
-    engine.push([&](RunContext&) { while (!release.load()) std::this_thread::yield(); }, {}, {});
+    // The later ops wait for the first, so none completes meanwhile.
+    const Var v = engine.new_var("v");
+    engine.push([&](RunContext&) { while (!release.load()) std::this_thread::yield(); }, {}, {v});
     std::thread pusher([&] {
-      engine.push([](RunContext&) {}, {}, {});
-      engine.push([](RunContext&) {}, {}, {});
+      engine.push([](RunContext&) {}, {v}, {});
+      engine.push([](RunContext&) {}, {v}, {});
       third_pushed = true;
     });
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
