@@ -215,12 +215,7 @@ OpBlock* EngineCore::make_op(OpKind kind, VarList reads, VarList writes, const P
   }
   for (std::size_t i = 0; i < count; ++i) {
     const Access& a = accesses[i];
-    Entry& e = entries.emplace_back();
-    e.var = a.var;
-    e.op = op;
-    e.write = a.write;
-    e.position = a.position;
-    e.generation = a.generation;
+    entries.emplace_back().place(a.var, op, a.write, a.position, a.generation);
   }
   op->engine = this;
   op->kind = kind;
@@ -336,11 +331,7 @@ void EngineCore::delete_var_now(Var var, ReleaseFn release, bool drop_failure) {
 OpBlock* EngineCore::make_engine_op(OpKind kind, VarState* var, std::uint32_t generation, bool write,
                                     const char* name) {
   OpBlock* op = detail::OpPool::acquire();
-  Entry& e = op->entries.emplace_back();
-  e.var = var;
-  e.generation = generation;
-  e.write = write;
-  e.op = op;
+  op->entries.emplace_back().place(var, op, write, /*at_position=*/0, generation);
   op->engine = this;
   op->kind = kind;
   op->name = name;

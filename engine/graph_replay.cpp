@@ -97,12 +97,7 @@ OpBlock* EngineCore::make_replay_op(const GraphData& graph, const PushOptions& o
       detail::OpPool::release(op);
       throw_deleted_graph_var(*r.state);
     }
-    detail::Entry& e = entries.emplace_back();
-    e.var = r.state;
-    e.op = op;
-    e.write = r.write;
-    e.position = r.position;
-    e.generation = r.generation;
+    entries.emplace_back().place(r.state, op, r.write, r.position, r.generation);
   }
   op->engine = this;
   op->kind = kind;

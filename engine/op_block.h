@@ -53,6 +53,16 @@ struct alignas(64) Entry {
   // from this line, an op ahead, without touching the successor's line.
   OpBlock* next_op = nullptr;
 
+  /// Fills in which op this entry is and for which variable, as the op is made.
+  void place(VarState* in_var, OpBlock* of_op, bool writes, std::uint32_t at_position,
+             std::uint32_t looked_up_generation) {
+    var = in_var;
+    op = of_op;
+    write = writes;
+    position = at_position;
+    generation = looked_up_generation;
+  }
+
   // Release / acquire: a worker that peeks at the successor may read its
   // links (see prefetch_successors), written by the thread that made it.
   void set_next(Entry* entry) {
