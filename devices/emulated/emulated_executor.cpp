@@ -67,7 +67,7 @@ void EmulatedExecutor::run(ReadyOp op, StreamThread& stream, const std::shared_p
   // A fence from this same stream is already signalled (the stream runs in
   // order), so waiting on it costs nothing; one from another stream blocks
   // this stream until that predecessor completed, like cudaStreamWaitEvent.
-  for (const Fence& fence : op.fences()) static_cast<EmulatedEvent*>(fence.event.get())->wait();
+  wait_for_fences(op);
   // A predecessor failed after this op was launched: skip it. An async op
   // still runs: only its Completion may complete it, and the engine checks
   // its inputs again then.
@@ -132,7 +132,7 @@ void EmulatedExecutor::run_graph_part(GraphLaunch& launch, StreamThread& stream)
                        .name = launch.op.name()};
   const std::vector<std::uint32_t>& nodes = launch.nodes_on[stream.index()];
   if (nodes.front() == 0) {
-    for (const Fence& fence : launch.op.fences()) static_cast<EmulatedEvent*>(fence.event.get())->wait();
+    wait_for_fences(launch.op);
     launch.graph.begin(ctx);
     {
       std::lock_guard lock(launch.mutex);
@@ -167,6 +167,10 @@ void EmulatedExecutor::run_graph_part(GraphLaunch& launch, StreamThread& stream)
   }
   launch.graph.end(ctx);
   if (launch.done->work_done(nullptr)) report_completion(launch.op, *launch.done);
+}
+
+void EmulatedExecutor::wait_for_fences(const ReadyOp& op) {
+  for (const Fence& fence : op.fences()) static_cast<EmulatedEvent*>(fence.event.get())->wait();
 }
 
 void EmulatedExecutor::report_completion(ReadyOp op, EmulatedEvent& done) {

@@ -42,6 +42,7 @@ class EmulatedExecutor final : public Executor {
   static void launch(void* self, ReadyOp op) noexcept;
   void run(ReadyOp op, StreamThread& stream, const std::shared_ptr<EmulatedEvent>& done);
   static void report_completion(ReadyOp op, EmulatedEvent& done);
+  static void wait_for_fences(const ReadyOp& op);
 
   struct GraphLaunch;
   void launch_graph(ReadyOp op, StreamGraph graph);
