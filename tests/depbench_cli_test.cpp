@@ -65,7 +65,7 @@ const bool kProfiler = depengine::Profiler::available();
 TEST(DepbenchCli, HelpDocumentsEveryFlag) {
   const Command r = depbench("--help");
   EXPECT_EQ(r.exit_code, 0);
-  for (const char* flag : {"--scenario", "--size", "--repeat", "--device", "--json", "--report", "--trace", "--help"}) {
+  for (const char* flag : {"--scenario", "--size", "--repeat", "--device", "--workers", "--json", "--report", "--trace", "--help"}) {
     EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
   }
   for (const char* name : kScenarios) EXPECT_NE(r.out.find(name), std::string::npos) << name;
@@ -79,6 +79,8 @@ TEST(DepbenchCli, BadArgumentsFailWithAReason) {
       {"--size abc", "--size"},
       {"--repeat 0", "--repeat"},
       {"--device gpu7", "--device"},
+      {"--workers -1", "--workers"},
+      {"--workers 100000", "--workers"},
       {"--no-such-flag", "no-such-flag"},
   };
   for (const auto& [args, reason] : cases) {
@@ -87,6 +89,13 @@ TEST(DepbenchCli, BadArgumentsFailWithAReason) {
     EXPECT_NE(r.err.find(reason), std::string::npos) << args << ": " << r.err;
     EXPECT_TRUE(r.out.empty() || r.out.find("scenario ") == std::string::npos) << args << " ran anyway";
   }
+}
+
+TEST(DepbenchCli, WorkersSetTheAsyncEnginesWorkers) {
+  const Command r = depbench("--scenario auto_parallel --size 0.02 --repeat 1 --workers 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("threaded engine, 1 CPU worker)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("DIFFER"), std::string::npos) << r.out;
 }
 
 TEST(DepbenchCli, RunsOnEmulatedDevices) {

@@ -63,6 +63,10 @@ std::variant<Options, int> parse_command_line(int argc, char** argv, std::ostrea
                  "threads) or cuda (GPU 0, and GPU 1 where a scenario wants two and the machine has it)")
       ->check(CLI::IsMember({"cpu", "emulated", "cuda"}))
       ->capture_default_str();
+  app.add_option("--workers", o.config.workers,
+                 "CPU workers of the async runs' engine (0: one per core); the ideal speedups count them too")
+      ->check(CLI::Range(0, depengine::kMaxCpuThreads))
+      ->capture_default_str();
   app.add_option("--json", o.json_path, "Write one JSON record per scenario and mode to FILE")->option_text("FILE");
   app.add_option("--report", o.report_path,
                  "Write a self-contained HTML report (bar chart, roofline, timeline) to FILE")

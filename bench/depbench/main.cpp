@@ -18,6 +18,7 @@
 #include "bench/depbench/json_output.h"
 #include "bench/depbench/kernels.h"
 #include "bench/depbench/progress.h"
+#include "bench/depbench/scenarios/common.h"
 #include "bench/depbench/table.h"
 
 namespace {
@@ -68,6 +69,7 @@ int run(const depbench::Options& options, std::string& running) {
                  "(DEPENGINE_PROFILER_HOOKS=OFF)\n";
     return kBadCommandLine;
   }
+  set_cpu_workers(options.config.workers);
 
   // The report draws the timeline of one scenario: the training step when it runs.
   std::string timeline;

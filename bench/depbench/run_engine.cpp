@@ -1,14 +1,31 @@
 #include "bench/depbench/run_engine.h"
 
+#include <algorithm>
+#include <thread>
+
 #include <depengine/emulated_device.h>
 
+#include "bench/depbench/scenarios/common.h"
+
 namespace depbench {
+namespace {
+
+int workers_chosen = 0;
+
+}  // namespace
+
+int cpu_workers() {
+  return workers_chosen > 0 ? workers_chosen : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+void set_cpu_workers(int workers) { workers_chosen = workers; }
 
 RunEngine::RunEngine(depengine::EngineKind kind, Trace* trace, int emulated_devices) : trace_(trace) {
   depengine::EngineOptions options;
   options.kind = kind;
   // The mode decides the kind: DEPENGINE_ENGINE must not turn async runs sync.
   options.read_environment = false;
+  options.cpu_threads = cpu_workers();
   engine_ = std::make_unique<depengine::Engine>(options);
   for (int i = 0; i < emulated_devices; ++i) depengine::add_emulated_device(*engine_, i);
   if (trace_ != nullptr) {

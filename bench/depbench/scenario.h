@@ -27,6 +27,8 @@ struct Config {
   /// "cpu", "emulated" or "cuda": where the device-placed work of the
   /// scenarios that have some goes (Scenario::runs_on_device).
   std::string device = "cpu";
+  /// CPU workers of the async runs' engines; 0: one per core.
+  int workers = 0;
 };
 
 /// One timed run of a scenario.

@@ -51,8 +51,9 @@ std::string gradient_sync_table(const ScenarioResult& r) {
 std::string summary_table(const std::vector<ScenarioResult>& results, const Config& config) {
   std::string out = format(
       "depbench: sync (naive engine, or a blocking call after each op) against async (threaded engine, %d CPU "
-      "workers)\nsize %g, device %s, median of %d run%s per mode\n\n",
-      cpu_workers(), config.size, config.device.c_str(), config.repeat, config.repeat == 1 ? "" : "s");
+      "worker%s)\nsize %g, device %s, median of %d run%s per mode\n\n",
+      cpu_workers(), cpu_workers() == 1 ? "" : "s", config.size, config.device.c_str(), config.repeat,
+      config.repeat == 1 ? "" : "s");
   out += format("%-22s %10s %10s %9s %9s  %s\n", "scenario", "sync s", "async s", "speedup", "ideal", "results");
   for (const ScenarioResult& r : results) {
     const std::string ideal = std::isfinite(r.ideal_speedup) ? format("%8.2fx", r.ideal_speedup) : "      n/a";

@@ -56,8 +56,10 @@ inline depengine::EngineKind engine_kind(Mode mode) {
   return mode == Mode::sync ? depengine::EngineKind::Naive : depengine::EngineKind::Threaded;
 }
 
-/// CPU workers of an async run's engine (one per core).
-inline int cpu_workers() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+/// CPU workers of an async run's engine: --workers, or one per core. Set
+/// once, by main, before any run.
+int cpu_workers();
+void set_cpu_workers(int workers);
 
 /// `base` scaled by `size`, at least `min`, before any conversion to an
 /// integer: what a scenario's footprint compares with the int it goes into.
