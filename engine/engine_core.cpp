@@ -1,8 +1,7 @@
 #include "engine/engine_core.h"
 
 #include <algorithm>
-#include <cctype>
-#include <cerrno>
+#include <climits>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -10,6 +9,7 @@
 #include "engine/graph_capture.h"
 #include "engine/graph_data.h"
 #include "engine/op_pool.h"
+#include "sync/environment.h"
 #include "sync/wait_signal.h"
 
 namespace depengine {
@@ -560,15 +560,8 @@ EngineOptions apply_environment(EngineOptions options) {
       throw std::invalid_argument("depengine: DEPENGINE_ENGINE must be 'naive' or 'threaded', not '" + k + "'");
     }
   }
-  if (const char* threads = std::getenv("DEPENGINE_CPU_THREADS"); threads && *threads) {
-    char* end = nullptr;
-    const long n = std::strtol(threads, &end, 10);
-    if (*end != '\0' || n < 0 || n > kMaxCpuThreads) {
-      throw std::invalid_argument("depengine: DEPENGINE_CPU_THREADS must be a number from 0 to " +
-                                  std::to_string(kMaxCpuThreads) + ", not '" + std::string(threads) + "'");
-    }
-    options.cpu_threads = static_cast<int>(n);
-  }
+  options.cpu_threads =
+      static_cast<int>(detail::integer_from_environment("DEPENGINE_CPU_THREADS", options.cpu_threads, 0, kMaxCpuThreads));
   if (const char* batch = std::getenv("DEPENGINE_BATCH_PUSHES"); batch && *batch) {
     const std::string b(batch);
     if (b != "0" && b != "1") {
@@ -577,18 +570,10 @@ EngineOptions apply_environment(EngineOptions options) {
     options.batch_pushes = b == "1";
   }
   if (const char* bound = std::getenv("DEPENGINE_MAX_OPS_IN_FLIGHT"); bound && *bound) {
-    const std::string b(bound);
-    char* end = nullptr;
-    errno = 0;
-    const unsigned long long n = std::strtoull(bound, &end, 10);
-    if (b == "unlimited") {
-      options.max_ops_in_flight = kUnlimitedOpsInFlight;
-    } else if (*end != '\0' || n == 0 || errno == ERANGE || !std::isdigit(static_cast<unsigned char>(b[0]))) {
-      throw std::invalid_argument("depengine: DEPENGINE_MAX_OPS_IN_FLIGHT must be a number of at least 1, or "
-                                  "'unlimited', not '" + b + "'");
-    } else {
-      options.max_ops_in_flight = static_cast<std::size_t>(n);
-    }
+    options.max_ops_in_flight =
+        std::string_view(bound) == "unlimited"
+            ? kUnlimitedOpsInFlight
+            : static_cast<std::size_t>(detail::integer_from_environment("DEPENGINE_MAX_OPS_IN_FLIGHT", 1, 1, LLONG_MAX));
   }
   return options;
 }

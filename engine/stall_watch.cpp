@@ -1,9 +1,9 @@
 #include "engine/stall_watch.h"
 
 #include <cstdio>
-#include <cstdlib>
 #include <memory>
-#include <stdexcept>
+
+#include "sync/environment.h"
 
 namespace depengine::detail {
 
@@ -19,14 +19,8 @@ StallWatch::~StallWatch() {
 }
 
 std::unique_ptr<StallWatch> StallWatch::from_environment() {
-  const char* value = std::getenv("DEPENGINE_STALL_WARNING_MS");
-  if (value == nullptr || *value == '\0') return nullptr;
-  char* end = nullptr;
-  const long long ms = std::strtoll(value, &end, 10);
-  if (*end != '\0' || ms < 1 || ms > 86'400'000) {
-    throw std::invalid_argument("depengine: DEPENGINE_STALL_WARNING_MS must be a number of milliseconds from 1 to "
-                                "86400000, not '" + std::string(value) + "'");
-  }
+  const long long ms = integer_from_environment("DEPENGINE_STALL_WARNING_MS", 0, 1, 86'400'000);
+  if (ms == 0) return nullptr;
   return std::make_unique<StallWatch>(std::chrono::milliseconds(ms));
 }
 

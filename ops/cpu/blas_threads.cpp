@@ -3,11 +3,9 @@
 #include <cblas.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <mutex>
-#include <stdexcept>
-#include <string>
 
+#include "sync/environment.h"
 #include "sync/usable_cores.h"
 
 namespace depengine::ops::detail {
@@ -17,15 +15,7 @@ constexpr int kMaxBlasThreads = 1024;
 
 // 0 when unset; throws for anything but an integer in [1, kMaxBlasThreads].
 int blas_threads_from_environment() {
-  const char* text = std::getenv("DEPENGINE_BLAS_THREADS");
-  if (!text || !*text) return 0;
-  char* end = nullptr;
-  const long value = std::strtol(text, &end, 10);
-  if (*end != '\0' || value < 1 || value > kMaxBlasThreads) {
-    throw std::invalid_argument("DEPENGINE_BLAS_THREADS must be an integer from 1 to " +
-                                std::to_string(kMaxBlasThreads) + ", got '" + text + "'");
-  }
-  return static_cast<int>(value);
+  return static_cast<int>(depengine::detail::integer_from_environment("DEPENGINE_BLAS_THREADS", 0, 1, kMaxBlasThreads));
 }
 
 }  // namespace
