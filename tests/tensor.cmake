@@ -6,6 +6,7 @@ depengine_add_test(tensor_tests
   ops_errors_test.cpp
   ops_cuda_test.cpp
   ops_blas_threads_test.cpp
+  ops_buffer_cache_test.cpp
   graph_tensor_test.cpp
 )
 # The BLAS-threads test asks OpenBLAS for its thread count.

@@ -14,13 +14,12 @@
 
 #include "ops/backend.h"
 #include "ops/cpu/blas_threads.h"
+#include "ops/cpu/buffer_cache.h"
 #include "ops/cpu/sums.h"
 #include "ops/element_io.h"
 
 namespace depengine::ops::detail {
 namespace {
-
-constexpr std::align_val_t kAlignment{64};
 
 // Calls f with a typed null pointer naming the float type of `t`.
 template <class F>
@@ -41,11 +40,9 @@ std::vector<float> widen(DType t, const void* p, std::int64_t n) {
 
 class CpuBackend final : public Backend {
  public:
-  void* allocate(Device, std::size_t bytes) const override {
-    return bytes == 0 ? nullptr : ::operator new(bytes, kAlignment);
-  }
-  void deallocate(Device, void* data, std::size_t) const override {
-    if (data) ::operator delete(data, kAlignment);
+  void* allocate(Device, std::size_t bytes) const override { return cpu_buffer_cache().allocate(bytes); }
+  void deallocate(Device, void* data, std::size_t bytes) const override {
+    cpu_buffer_cache().deallocate(data, bytes);
   }
   bool needs_host_staging() const override { return false; }
   void* allocate_staging(std::size_t bytes) const override { return allocate(Device::cpu(), bytes); }
