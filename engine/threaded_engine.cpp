@@ -27,6 +27,7 @@
 #include "engine/in_flight_counter.h"
 #include "engine/op_pool.h"
 #include "engine/push_buffers.h"
+#include "sync/spin_wait.h"
 #include "sync/tuning.h"
 #include "sync/wait_signal.h"
 
@@ -464,7 +465,18 @@ class ThreadedEngine final : public EngineCore {
         std::min<std::size_t>(options_.max_ops_in_flight, std::numeric_limits<std::int64_t>::max()));
     if (in_flight() <= bound) return;
     if (PushBuffer* own = buffers_.mine_if_cached()) flush(*own);  // they may be what we wait for
-    wait_until_in_flight_at_most(bound - bound / 4, bp_waiters_);
+    const std::int64_t low = bound - bound / 4;
+    {
+      // The workers are running what we wait for: the count drops within
+      // microseconds, and a spin sees it without a sleep and the wake-up a
+      // completing worker would pay for (a waiter counts only once asleep).
+      detail::SpinWait spin(detail::tuning::kBackPressureSpin,
+                            cpu_->has_spare_core() ? detail::SpinWait::kNeverYield : detail::SpinWait::kYieldEachRound);
+      while (spin.round()) {
+        if (in_flight() <= low) return;
+      }
+    }
+    wait_until_in_flight_at_most(low, bp_waiters_);
   }
 
   void wait_until_in_flight_at_most(std::int64_t limit, std::atomic<int>& waiter_count) {

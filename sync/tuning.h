@@ -39,6 +39,11 @@ inline constexpr auto kRoomWaitSpin = std::chrono::microseconds(15);
 /// for a slot.
 inline constexpr auto kRoomWaitYield = std::chrono::microseconds(60);
 
+/// How long a frontend over the bound of ops in flight spins for the workers
+/// to complete a quarter of them before sleeping: about that many small ops'
+/// time, so that a bounded run-ahead costs no wake-up per wait.
+inline constexpr auto kBackPressureSpin = std::chrono::microseconds(50);
+
 /// A frontend checks back-pressure every this many pushes (at most an
 /// eighth of the bound): a division per push would cost more than the check saves.
 inline constexpr std::size_t kBackPressureCheckInterval = 64;
