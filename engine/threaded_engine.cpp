@@ -92,7 +92,7 @@ class ThreadedEngine final : public EngineCore {
   ~ThreadedEngine() override {
     flush_all();
     if (cpu_->help()) wake_waiters();
-    wait_until_in_flight_at_most(0, waiters_);
+    wait_until_in_flight_at_most(0, waiters_, detail::tuning::kWaitSignalSpin);
     // A device or completion thread may still be inside on_completed, just
     // past counting the last completion: let it leave before we go.
     while (external_calls_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
@@ -109,7 +109,7 @@ class ThreadedEngine final : public EngineCore {
     // This thread would only sleep: it runs queued CPU ops meanwhile (the
     // last ones it completes may be what other waiters wait for).
     if (cpu_->help()) wake_waiters();
-    wait_until_in_flight_at_most(0, waiters_);
+    wait_until_in_flight_at_most(0, waiters_, detail::tuning::kWaitSignalSpin);
     if (obs) [[unlikely]] obs->on_block_end("wait_all");
     if (std::exception_ptr error = take_all_errors()) std::rethrow_exception(error);
   }
@@ -465,21 +465,21 @@ class ThreadedEngine final : public EngineCore {
         std::min<std::size_t>(options_.max_ops_in_flight, std::numeric_limits<std::int64_t>::max()));
     if (in_flight() <= bound) return;
     if (PushBuffer* own = buffers_.mine_if_cached()) flush(*own);  // they may be what we wait for
-    const std::int64_t low = bound - bound / 4;
-    {
-      // The workers are running what we wait for: the count drops within
-      // microseconds, and a spin sees it without a sleep and the wake-up a
-      // completing worker would pay for (a waiter counts only once asleep).
-      detail::SpinWait spin(detail::tuning::kBackPressureSpin,
-                            cpu_->has_spare_core() ? detail::SpinWait::kNeverYield : detail::SpinWait::kYieldEachRound);
-      while (spin.round()) {
-        if (in_flight() <= low) return;
-      }
-    }
-    wait_until_in_flight_at_most(low, bp_waiters_);
+    wait_until_in_flight_at_most(bound - bound / 4, bp_waiters_, detail::tuning::kBackPressureSpin);
   }
 
-  void wait_until_in_flight_at_most(std::int64_t limit, std::atomic<int>& waiter_count) {
+  // While the workers run what we wait for, the count drops within
+  // microseconds: a bounded spin sees it without a sleep and the wake-up a
+  // completing worker would pay for (a waiter is counted only once asleep).
+  void wait_until_in_flight_at_most(std::int64_t limit, std::atomic<int>& waiter_count,
+                                    std::chrono::nanoseconds spin_budget) {
+    {
+      detail::SpinWait spin(spin_budget,
+                            cpu_->has_spare_core() ? detail::SpinWait::kNeverYield : detail::SpinWait::kYieldEachRound);
+      while (spin.round()) {
+        if (in_flight() <= limit) return;
+      }
+    }
     waiter_count.fetch_add(1, std::memory_order_seq_cst);
     for (;;) {
       const std::uint32_t epoch = epoch_.load(std::memory_order_seq_cst);
