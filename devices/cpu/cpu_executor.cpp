@@ -89,11 +89,15 @@ void CpuExecutor::worker_loop() {
       spinning_.fetch_sub(1, std::memory_order_seq_cst);
     }
     if (count == 0) {
-      active_.fetch_sub(1, std::memory_order_seq_cst);
+      const bool last = active_.fetch_sub(1, std::memory_order_seq_cst) == 1;
       // A submit that saw us active did not start a worker, and a push that
-      // saw us active held its op back: look once more.
+      // saw us active held its op back: look once more. Only the last worker
+      // to go needs the exact look, whose heavy fence (a membarrier) costs
+      // tens of µs in a VM and interrupts every core of the process; while
+      // another stays active, an op that a racing push leaves queued is its.
       const bool released = engine_.on_cpu_retiring();
-      if (!queue_.queued_after_retiring() && !released) break;
+      const bool queued = last ? queue_.queued_after_retiring() : queue_.queued_now();
+      if (!queued && !released) break;
       int active = active_.load(std::memory_order_seq_cst);
       bool rejoined = false;
       while (active < threads_ && !rejoined) {

@@ -160,15 +160,20 @@ bool ReadyQueue::queued_after_retiring() {
   // A push that read a hint before it was cleared, or the count of active
   // workers before our caller lowered it, is visible from here on.
   AsymmetricFence::heavy();
-  bool queued = heap_size_.load(std::memory_order_relaxed) != 0 || spill_size_.load(std::memory_order_relaxed) != 0;
   for (std::size_t i = 0; i < n; ++i) {
     Ring* ring = rings_[i].load(std::memory_order_acquire);
-    if (ring->queue.read_available() != 0) {
-      ring->maybe_nonempty.store(true, std::memory_order_relaxed);
-      queued = true;
-    }
+    if (ring->queue.read_available() != 0) ring->maybe_nonempty.store(true, std::memory_order_relaxed);
   }
-  return queued;
+  return queued_now();
+}
+
+bool ReadyQueue::queued_now() const {
+  if (heap_size_.load(std::memory_order_relaxed) != 0 || spill_size_.load(std::memory_order_relaxed) != 0) return true;
+  const std::size_t n = ring_count_.load(std::memory_order_acquire);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (rings_[i].load(std::memory_order_acquire)->queue.read_available() != 0) return true;
+  }
+  return false;
 }
 
 }  // namespace depengine::detail
