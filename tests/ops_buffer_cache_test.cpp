@@ -106,6 +106,7 @@ TEST(BufferCache, BuffersFreedOnOneThreadServeAnotherWithoutSharingALiveOne) {
 
 #if defined(__SANITIZE_ADDRESS__)
 TEST(BufferCacheDeathTest, AHeldBufferIsPoisonedForAddressSanitizer) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // other tests' engines left worker threads
   BufferCache cache(kMiB);
   auto* p = static_cast<char*>(cache.allocate(256));
   cache.deallocate(p, 256);
