@@ -570,10 +570,16 @@ EngineOptions apply_environment(EngineOptions options) {
     options.batch_pushes = b == "1";
   }
   if (const char* bound = std::getenv("DEPENGINE_MAX_OPS_IN_FLIGHT"); bound && *bound) {
-    options.max_ops_in_flight =
-        std::string_view(bound) == "unlimited"
-            ? kUnlimitedOpsInFlight
-            : static_cast<std::size_t>(detail::integer_from_environment("DEPENGINE_MAX_OPS_IN_FLIGHT", 1, 1, LLONG_MAX));
+    if (std::string_view(bound) == "unlimited") {
+      options.max_ops_in_flight = kUnlimitedOpsInFlight;
+    } else {
+      try {
+        options.max_ops_in_flight =
+            static_cast<std::size_t>(detail::integer_from_environment("DEPENGINE_MAX_OPS_IN_FLIGHT", 1, 1, LLONG_MAX));
+      } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(std::string(e.what()) + "; or 'unlimited' for no bound");
+      }
+    }
   }
   return options;
 }
