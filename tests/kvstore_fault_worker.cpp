@@ -4,8 +4,8 @@
 // message, no MPI_Finalize, as in a crash; a death by a signal would keep
 // this mpirun from ending the job); with `all`, worker 1's does too, so
 // that no worker ever finishes; with `one`, worker 1 drops its store
-// (finishes) and exits. Either way the server's create() must throw
-// the error of the worker that went silent, instead of serving forever.
+// (finishes) and ends the same way. Either way the server's create() must
+// throw the error of the worker that went silent, instead of serving forever.
 //   mpirun --mca orte_abort_on_non_zero_status 0 -np 3 kvstore_fault_worker all|one
 
 #include <cstdio>
@@ -51,5 +51,12 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (kv->rank() == 0 || all_die) std::_Exit(9);
-  return 0;
+  // Worker 1 finishes: dropping its store tells the server so. It then ends
+  // without MPI_Finalize, whose closing fence may wait for ever for the
+  // processes that died (once in CI under ASan: the server had reported and
+  // gone, and the test timed out); a non-zero status keeps mpirun from
+  // ending the job before the server reports.
+  kv.reset();
+  std::fputs("kvstore_fault_worker: worker 1 finished\n", stderr);
+  std::_Exit(4);
 }

@@ -33,6 +33,10 @@ TEST(BufferCache, AClassHoldsTheSizeAskedAndAtMostAQuarterMore) {
   EXPECT_EQ(BufferCache::class_bytes(65), 80u);
   EXPECT_EQ(BufferCache::class_bytes(1000), 1024u);
   EXPECT_EQ(BufferCache::class_bytes(1025), 1280u);
+  // The largest class, and above it sizes left as asked (the system refuses them).
+  const std::size_t largest = std::size_t{1} << 62;
+  EXPECT_EQ(BufferCache::class_bytes(largest - 1), largest);
+  EXPECT_EQ(BufferCache::class_bytes(largest + 1), largest + 1);
 }
 
 TEST(BufferCache, AFreedBufferIsTheNextOneOfItsClassAndAligned) {

@@ -24,9 +24,6 @@ constexpr std::align_val_t kAlign{BufferCache::kAlignment};
 constexpr std::size_t kSmallest = 64;  // one class for every size up to this
 constexpr long long kDefaultMegabytes = 256;
 constexpr long long kMaxMegabytes = 1 << 20;
-// Above this a class's size would overflow: such a request goes straight to
-// the system, which refuses it.
-constexpr std::size_t kLargestClassed = std::size_t{1} << 62;
 
 void* system_allocate(std::size_t bytes) { return ::operator new(bytes, kAlign); }
 void system_free(void* data) { ::operator delete(data, kAlign); }
@@ -113,6 +110,7 @@ void BufferCache::release() {
       list = c.head;
       c.head = nullptr;
     }
+    if (list == nullptr) continue;
     const std::size_t size = bytes_of_class(index);
     while (list != nullptr) {
       void* next = *static_cast<void**>(list);

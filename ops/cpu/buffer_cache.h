@@ -47,7 +47,12 @@ class BufferCache {
   static std::size_t class_bytes(std::size_t bytes);
 
  private:
-  static constexpr int kClasses = 4 * 64;
+  // Larger requests, whose class's size would overflow, go straight to the
+  // system, which refuses them.
+  static constexpr int kLargestClassedLog = 62;
+  static constexpr std::size_t kLargestClassed = std::size_t{1} << kLargestClassedLog;
+  // One class up to 64 bytes, then four per power of two up to the largest.
+  static constexpr int kClasses = 1 + 4 * (kLargestClassedLog - 6);
   static int class_of(std::size_t bytes);
   static std::size_t bytes_of_class(int index);
 
