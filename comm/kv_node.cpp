@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 
 #include "comm/mpi_runtime.h"
@@ -51,6 +52,23 @@ bool receives_into_own_payload(const KvJob& job, const KvJob::Receive& r) {
   return false;
 }
 
+// A merge on the shard's CPU worker runs beside the progress thread, which
+// keeps the transfers moving meanwhile; without a core per thread (fewer
+// than two per process on this machine) the worker only takes turns with
+// it, and a reply it makes ready waits for the progress thread's next round
+// of polls: then every merge runs inline on the progress thread.
+std::size_t inline_merge_bytes(MPI_Comm world) {
+  int processes_here = 1;
+  MPI_Comm here = MPI_COMM_NULL;
+  if (MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &here) == MPI_SUCCESS) {
+    MPI_Comm_size(here, &processes_here);
+    MPI_Comm_free(&here);
+  }
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  return cores < 2u * static_cast<unsigned>(processes_here) ? std::numeric_limits<std::size_t>::max()
+                                                             : KvShard::kInlineMergeBytes;
+}
+
 }  // namespace
 
 KvNode::KvNode(KvLayout layout, bool sync, KVUpdate update)
@@ -68,9 +86,10 @@ KvNode::KvNode(KvLayout layout, bool sync, KVUpdate update)
   const int limit = has_bound ? *tag_upper_bound : 32767;
   reply_tags_ = std::min<std::uint64_t>(kv_wire::kReplyTags, static_cast<std::uint64_t>(limit - kv_wire::kFirstReplyTag));
   version_ = mpi_runtime::library_version();
+  const std::size_t merge_inline_up_to = inline_merge_bytes(world_);
   if (layout_.hosts_shard()) {
     server_engine_ = std::make_unique<Engine>(EngineOptions{.cpu_threads = 1, .read_environment = false});
-    shard_.emplace(*server_engine_, *this, layout_.workers(), sync_, std::move(update));
+    shard_.emplace(*server_engine_, *this, layout_.workers(), sync_, std::move(update), merge_inline_up_to);
   }
   last_message_ = Clock::now();
   last_alive_sent_ = last_message_;
@@ -139,18 +158,25 @@ void KvNode::submit(KvJob job) {
 
 void KvNode::send_value(int process, std::uint64_t request, Tensor value, Completion done) {
   if (process == layout_.rank) return copy_reply_locally(request, &value, std::move(done));
-  std::unique_lock lock(mutex_);
-  if (broken_ || stop_) {
-    const std::exception_ptr error = broken_ ? broken_ : kv_error("the store is shutting down");
-    lock.unlock();
-    done(error);
-    return;
-  }
   ValueSend send;
   send.process = process;
   send.request = request;
   send.value = std::move(value);
   send.done = std::move(done);
+  // A reply made ready on the progress thread (an inline merge) leaves at
+  // once, not after the rest of the thread's round of polls.
+  if (std::this_thread::get_id() == thread_.get_id()) {
+    if (broken_) send.done(broken_);
+    else post_value(std::move(send));
+    return;
+  }
+  std::unique_lock lock(mutex_);
+  if (broken_ || stop_) {
+    const std::exception_ptr error = broken_ ? broken_ : kv_error("the store is shutting down");
+    lock.unlock();
+    send.done(error);
+    return;
+  }
   inbox_.values.push_back(std::move(send));
   news_ = true;
   wake_.notify_one();
@@ -297,7 +323,9 @@ std::string KvNode::describe() const {
 std::exception_ptr KvNode::broken_error() const { return broken_; }
 
 bool KvNode::busy() const {
-  return !jobs_.empty() || !payloads_.empty() || !value_sends_.empty() || !status_sends_.empty() || barrier_;
+  const bool receiving =
+      std::any_of(payloads_.begin(), payloads_.end(), [](const PendingPayload& p) { return !p.deferred; });
+  return !jobs_.empty() || receiving || !value_sends_.empty() || !status_sends_.empty() || barrier_;
 }
 
 void KvNode::run() {
@@ -535,21 +563,20 @@ void KvNode::poll_headers() {
     }
     if (p.header.has_payload) {
       p.into = shard_->payload_buffer(p.header);
-      const int rc = MPI_Irecv(p.into.data(), bytes_count(p.into.nbytes()), MPI_BYTE, p.source, kv_wire::kPayloadTag,
-                               world_, &p.request);
-      if (rc != MPI_SUCCESS) return break_node("MPI_Irecv of a payload failed: " + mpi_runtime::mpi_error_text(rc));
+      p.deferred = true;  // posted by post_deferred_payloads, in order
     }
     const int rc = MPI_Irecv(&header_in_, sizeof header_in_, MPI_BYTE, MPI_ANY_SOURCE, kv_wire::kHeaderTag, world_,
                              &header_recv_);
     if (rc != MPI_SUCCESS) return break_node("MPI_Irecv of a header failed: " + mpi_runtime::mpi_error_text(rc));
   }
+  post_deferred_payloads();
   std::vector<int> waiting_sources;
   for (auto it = payloads_.begin(); it != payloads_.end();) {
     if (std::find(waiting_sources.begin(), waiting_sources.end(), it->source) != waiting_sources.end()) {
       ++it;
       continue;
     }
-    int flag = 1;
+    int flag = it->deferred ? 0 : 1;
     if (it->request != MPI_REQUEST_NULL && MPI_Test(&it->request, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
       return break_node("MPI_Test of a payload failed");
     }
@@ -561,6 +588,49 @@ void KvNode::poll_headers() {
     last_message_ = Clock::now();
     shard_->on_message(it->source, it->header, std::move(it->into));
     it = payloads_.erase(it);
+  }
+}
+
+// Another worker's pushpull that reaches a shard before this process's own
+// push of the round waits there to be received. The round cannot be merged
+// before anyway, and receiving it would hold the progress thread (the
+// receiver copies) while this process's own requests wait to be noticed:
+// the worker ahead would stay ahead, and the two processes would take turns
+// instead of copying at the same time.
+bool KvNode::defers_payload(const PendingPayload& p) const {
+  const kv_wire::Header& h = p.header;
+  return layout_.is_worker() && p.source != layout_.rank && h.kind == kv_wire::Kind::push && h.wants_value &&
+         shard_->lacks_own_push(h);
+}
+
+bool KvNode::post_payload_receive(PendingPayload& p) {
+  p.deferred = false;
+  p.started = Clock::now();
+  const int rc = MPI_Irecv(p.into.data(), bytes_count(p.into.nbytes()), MPI_BYTE, p.source, kv_wire::kPayloadTag,
+                           world_, &p.request);
+  if (rc == MPI_SUCCESS) return true;
+  break_node("MPI_Irecv of a payload failed: " + mpi_runtime::mpi_error_text(rc));
+  return false;
+}
+
+// A payload is received once defers_payload no longer holds, or once a
+// later message of the same worker is not deferred (no other message may
+// wait for a round). MPI matches a worker's payloads to the receives in
+// the order both were made, so they are posted in the order they came.
+void KvNode::post_deferred_payloads() {
+  std::vector<int> undeferred_after;  // sources with a later message that is not deferred
+  std::vector<PendingPayload*> due;    // last first
+  for (auto it = payloads_.rbegin(); it != payloads_.rend(); ++it) {
+    const bool later = std::find(undeferred_after.begin(), undeferred_after.end(), it->source) !=
+                       undeferred_after.end();
+    if (it->deferred) {
+      if (!later && defers_payload(*it)) continue;
+      due.push_back(&*it);
+    }
+    if (!later) undeferred_after.push_back(it->source);
+  }
+  for (auto p = due.rbegin(); p != due.rend(); ++p) {
+    if (!post_payload_receive(**p)) return;
   }
 }
 
@@ -699,7 +769,7 @@ void KvNode::check_deadlines() {
     if (now - s.started > limit) late = "a status to worker process " + std::to_string(s.process);
   }
   for (const PendingPayload& p : payloads_) {
-    if (now - p.started > limit) late = "a push from worker process " + std::to_string(p.source);
+    if (!p.deferred && now - p.started > limit) late = "a push from worker process " + std::to_string(p.source);
   }
   if (barrier_ && now - barrier_started_ > limit) late = "a barrier";
   if (late.empty()) return;

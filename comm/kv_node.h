@@ -139,6 +139,7 @@ class KvNode final : public KvReplies {
     int source = 0;
     kv_wire::Header header;
     Tensor into;
+    bool deferred = false;  // its receive is not posted yet (post_deferred_payloads)
     Clock::time_point started;
   };
   struct ValueSend {
@@ -171,6 +172,9 @@ class KvNode final : public KvReplies {
   void post_value(ValueSend send);
   void post_status(StatusSend send);
   void poll_headers();
+  bool defers_payload(const PendingPayload& p) const;
+  bool post_payload_receive(PendingPayload& p);
+  void post_deferred_payloads();
   void poll_statuses();
   void on_status(const kv_wire::Status& s);
   void deliver_locally(ActiveJob& a, const KvJob::Message& m);

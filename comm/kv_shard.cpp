@@ -14,14 +14,11 @@ namespace depengine::detail {
 
 namespace {
 
-// The replies, and the merges of small parts, run inline on the thread that
-// made them ready (usually the node's): a merge of a few KiB costs less
-// than waking the shard's CPU worker. Larger merges run on that worker, so
-// that the node's thread keeps the transfers moving meanwhile.
+// The replies, and the merges up to `inline_merge_bytes`, run inline on the
+// thread that made them ready (usually the node's): a merge of a few KiB
+// costs less than waking the shard's CPU worker. Larger merges run on that
+// worker, so that the node's thread keeps the transfers moving meanwhile.
 constexpr Device kInlineDevice = Device::custom(62);
-constexpr std::size_t kInlineMergeBytes = std::size_t{256} << 10;
-
-Device merge_device(std::size_t bytes) { return bytes <= kInlineMergeBytes ? kInlineDevice : Device::cpu(); }
 
 // merged += addend, then out = merged, a block at a time so that the copy
 // reads the sum from the cache. `out` may be `addend` (a pushpull into the
@@ -83,14 +80,20 @@ class KvShard::ReplyTicket {
   std::uint64_t request_;
 };
 
-KvShard::KvShard(Engine& engine, KvReplies& replies, int workers, bool sync, KVUpdate update)
+KvShard::KvShard(Engine& engine, KvReplies& replies, int workers, bool sync, KVUpdate update,
+                 std::size_t inline_merge_bytes)
     : engine_(engine),
       replies_(replies),
       workers_(workers),
       sync_(sync),
       update_(std::move(update)),
+      inline_merge_bytes_(inline_merge_bytes),
       pool_(std::make_shared<KvBufferPool>(engine, kInlineDevice)) {
   engine_.add_device(kInlineDevice, std::make_unique<InlineExecutor>());
+}
+
+Device KvShard::merge_device(std::size_t bytes) const {
+  return bytes <= inline_merge_bytes_ ? kInlineDevice : Device::cpu();
 }
 
 Tensor KvShard::payload_buffer(const kv_wire::Header& h) const {
@@ -153,7 +156,15 @@ void KvShard::on_init(int source, int key, Entry& e, const kv_wire::Header& h, T
 
 void KvShard::on_local_push(int source, const kv_wire::Header& h, const void* data, void* out) {
   Addend value{.buffer = {}, .local = data, .out = out, .read = LocalRead(replies_, h.request)};
-  on_push(source, h.key, entries_[{h.key, h.part}], h, std::move(value));
+  Entry& e = entries_[{h.key, h.part}];
+  e.own_rounds = std::max(e.own_rounds, h.round + 1);
+  on_push(source, h.key, e, h, std::move(value));
+}
+
+bool KvShard::lacks_own_push(const kv_wire::Header& h) const {
+  if (!sync_) return false;
+  const auto it = entries_.find({h.key, h.part});
+  return it != entries_.end() && it->second.error.empty() && it->second.own_rounds <= h.round;
 }
 
 Tensor KvShard::own_buffer(const kv_wire::Header& h, Addend value, void* out) {

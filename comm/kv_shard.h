@@ -45,8 +45,15 @@ class KvReplies {
 
 class KvShard {
  public:
+  /// Merges of parts larger than this run on the shard's CPU worker when
+  /// the machine has a core for it (KvNode decides).
+  static constexpr std::size_t kInlineMergeBytes = std::size_t{256} << 10;
+
   /// Adds the device the replies run on to `engine` (the shard's own).
-  KvShard(Engine& engine, KvReplies& replies, int workers, bool sync, KVUpdate update);
+  /// Merges of parts up to `inline_merge_bytes` run inline on the thread
+  /// that made them ready, larger ones on `engine`'s CPU worker.
+  KvShard(Engine& engine, KvReplies& replies, int workers, bool sync, KVUpdate update,
+          std::size_t inline_merge_bytes);
 
   /// Where the payload announced by `header` is received.
   Tensor payload_buffer(const kv_wire::Header& header) const;
@@ -60,6 +67,10 @@ class KvShard {
   /// reply needs no copy. `KvReplies::local_push_read(header.request)`
   /// says when `data` is no longer read nor `out` written.
   void on_local_push(int source, const kv_wire::Header& header, const void* data, void* out);
+  /// dist_sync: whether the round of the push `header` still waits for
+  /// the push of the worker in this shard's own process (and the part has
+  /// not failed), so that the round cannot be merged yet.
+  bool lacks_own_push(const kv_wire::Header& header) const;
   void set_update(KVUpdate update);
 
   int finished_workers() const { return finished_; }
@@ -122,6 +133,7 @@ class KvShard {
     bool stored_by_updater = false;  // a user's updater may have put a tensor of its own in `stored`
     std::uint64_t version = 0;  // rounds applied
     std::uint64_t wrote_out_version = 0;  // the version whose value the last merge wrote to its own output
+    std::uint64_t own_rounds = 0;  // rounds the own process pushed (they come in order)
     std::map<std::uint64_t, Round> rounds;
     std::vector<Waiter> pulls, inits;
   };
@@ -140,6 +152,7 @@ class KvShard {
   void answer_ready_pulls(Entry& e);
   void answer(const Waiter& w, Entry& e);
   KVUpdate current_update();
+  Device merge_device(std::size_t bytes) const;
   void fail_entry(Entry& e, std::string error);
 
   Engine& engine_;
@@ -148,6 +161,7 @@ class KvShard {
   const bool sync_;
   std::mutex update_mutex_;
   KVUpdate update_;
+  const std::size_t inline_merge_bytes_;
   const std::shared_ptr<KvBufferPool> pool_;
   std::map<std::pair<int, std::uint32_t>, Entry> entries_;
   int finished_ = 0;

@@ -524,6 +524,60 @@ TEST_P(KVStoreMpi, PushpullOfAMismatchedKeyFails) {
   kv.barrier();
 }
 
+// A pushpull that reaches a shard before the push of the shard's own worker
+// waits there to be received. Worker `ahead` pushpulls keys A and B, then
+// initialises key C, all on a shard whose process is another worker; the
+// other workers first sleep. Then they initialise C and wait for its value
+// (C's init must not wait behind the held pushpulls), and pushpull B before
+// A; a second round has no init between, so B's push releases A's held
+// payload too: each payload lands in its own key (they differ in size).
+TEST_P(KVStoreMpi, PushpullsAheadOfTheShardsOwnWorker) {
+  if (workers() < 2) GTEST_SKIP() << "needs two workers";
+  Engine& engine = *engine_;
+  auto kv = KVStore::create(engine, "dist_sync", options());
+  if (!kv.is_worker()) return;
+  const int shard = shards() - 1;
+  const int ahead = servers() == 0 && shard == 0 ? 1 : 0;
+  const int a = key_on_shard(shard, shards(), 1700), b = key_on_shard(shard, shards(), a + 1);
+  const int c = key_on_shard(shard, shards(), b + 1);
+  const std::int64_t a_size = 1000, b_size = 700, c_size = 5;
+  kv.init(a, Tensor::zeros(engine, {a_size}));
+  kv.init(b, Tensor::zeros(engine, {b_size}));
+  const auto sum_of = [&](int key, std::int64_t n, int round) {
+    std::vector<double> sum(static_cast<std::size_t>(n), 0.0);
+    for (int w = 0; w < workers(); ++w) {
+      for (std::int64_t i = 0; i < n; ++i) sum[static_cast<std::size_t>(i)] += value_at(key, w, round, i);
+    }
+    return sum;
+  };
+  const auto value = [&](int key, std::int64_t n, int round) {
+    return tensor_of(engine, n, DType::float32, Device::cpu(), key, kv.rank(), round);
+  };
+  for (int round = 1; round <= 2; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    Tensor ta = value(a, a_size, round), tb = value(b, b_size, round);
+    Tensor tc = Tensor::full(engine, {c_size}, -1.0);
+    if (kv.rank() == ahead) {
+      kv.pushpull(a, {ta}, {ta});
+      kv.pushpull(b, {tb}, {tb});
+      if (round == 1) kv.init(c, Tensor::full(engine, {c_size}, 3.0));
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      if (round == 1) kv.init(c, Tensor::full(engine, {c_size}, 3.0));
+      if (round == 1) kv.pull(c, {tc});
+      engine.wait_to_read(tc.var());
+      kv.pushpull(b, {tb}, {tb});
+      engine.wait_to_read(tb.var());
+      kv.pushpull(a, {ta}, {ta});
+    }
+    if (round == 1 && kv.rank() == ahead) kv.pull(c, {tc});
+    EXPECT_EQ(host_of(ta), sum_of(a, a_size, round));
+    EXPECT_EQ(host_of(tb), sum_of(b, b_size, round));
+    if (round == 1) EXPECT_EQ(host_of(tc), std::vector<double>(c_size, 3.0));
+  }
+  kv.barrier();
+}
+
 // On a worker whose values live on dedicated servers, the updater must come
 // with the options (the servers never see set_updater).
 TEST_P(KVStoreMpi, SetUpdaterNeedsLocalShards) {
