@@ -787,6 +787,7 @@ void KvNode::break_node(const std::string& why) {
     broken_ = error;
   }
   mpi_runtime::mark_broken();
+  if (shard_) shard_->release_held_pushes();
   // A job whose local pushes are still being read stays until they are
   // (the shard's engine reads the program's memory); its MPI requests are
   // abandoned like the others'.
@@ -795,6 +796,11 @@ void KvNode::break_node(const std::string& why) {
   for (ActiveJob& a : jobs) {
     revoke_local_receives(a);
     a.local_receives = 0;
+    // A peer that is alive may still send: its replies must not land in
+    // memory the program gets back.
+    for (std::size_t i = 0; i < a.job.receives.size() && i < a.requests.size(); ++i) {
+      if (a.requests[i] != MPI_REQUEST_NULL) MPI_Cancel(&a.requests[i]);
+    }
     a.requests.clear();
     if (!a.error) a.error = error;
   }
@@ -811,6 +817,11 @@ void KvNode::break_node(const std::string& why) {
   for (ValueSend& v : value_sends_) v.done(error);
   value_sends_.clear();
   status_sends_.clear();
+  for (PendingPayload& p : payloads_) {
+    if (p.request == MPI_REQUEST_NULL) continue;
+    MPI_Cancel(&p.request);
+    abandoned_.push_back(std::move(p.into));  // a cancel may come too late
+  }
   payloads_.clear();
   if (barrier_) barrier_->second.set_exception(error);
   barrier_.reset();

@@ -226,6 +226,7 @@ class KvNode final : public KvReplies {
   std::list<ActiveJob> jobs_;
   std::map<std::uint64_t, ActiveJob*> watched_;  // request -> its job
   std::list<PendingPayload> payloads_;
+  std::vector<Tensor> abandoned_;  // receive buffers of payloads that break_node gave up on
   std::list<ValueSend> value_sends_;
   std::list<StatusSend> status_sends_;
   std::optional<std::pair<MPI_Request, std::promise<void>>> barrier_;

@@ -161,6 +161,12 @@ void KvShard::on_local_push(int source, const kv_wire::Header& h, const void* da
   on_push(source, h.key, e, h, std::move(value));
 }
 
+void KvShard::release_held_pushes() {
+  for (auto& [part, e] : entries_) {
+    for (auto& [round, r] : e.rounds) r.held.reset();
+  }
+}
+
 bool KvShard::lacks_own_push(const kv_wire::Header& h) const {
   if (!sync_) return false;
   const auto it = entries_.find({h.key, h.part});

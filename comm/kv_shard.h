@@ -72,6 +72,9 @@ class KvShard {
   /// not failed), so that the round cannot be merged yet.
   bool lacks_own_push(const kv_wire::Header& header) const;
   void set_update(KVUpdate update);
+  /// The node broke: the own process's pushes held for rounds that will
+  /// not complete are let go (`local_push_read` for each).
+  void release_held_pushes();
 
   int finished_workers() const { return finished_; }
   /// Replies pushed that have not reached the node yet.

@@ -1,6 +1,6 @@
 # The KVStore: one-process tests, and the dist types under mpirun (2 and 3
-# processes, co-located and dedicated servers), with a server that dies and
-# workers that die.
+# processes, co-located and dedicated servers), with a server that dies,
+# workers that die, and a co-located worker that dies.
 depengine_add_test(kvstore_tests kvstore_test.cpp)
 target_link_libraries(kvstore_tests PRIVATE depengine_comm)
 
@@ -16,6 +16,8 @@ add_executable(kvstore_fault_server kvstore_fault_server.cpp)
 target_link_libraries(kvstore_fault_server PRIVATE depengine_comm)
 add_executable(kvstore_fault_worker kvstore_fault_worker.cpp)
 target_link_libraries(kvstore_fault_worker PRIVATE depengine_comm)
+add_executable(kvstore_fault_peer kvstore_fault_peer.cpp)
+target_link_libraries(kvstore_fault_peer PRIVATE depengine_comm)
 
 if(DEPENGINE_MPI_ENABLED)
   foreach(np 2 3)
@@ -25,6 +27,11 @@ if(DEPENGINE_MPI_ENABLED)
   depengine_add_mpi_test(kvstore_mpi.server_killed NP 2 TIMEOUT 120 COMM_TIMEOUT 3 PEERS_MAY_DIE
                          PASS "kvstore_fault_server: the worker got the timeout error"
                          COMMAND kvstore_fault_server)
+  # A co-located worker dies while the other's push waits in its own
+  # shard's round: the survivor must get the timeout error.
+  depengine_add_mpi_test(kvstore_mpi.peer_killed NP 2 TIMEOUT 120 COMM_TIMEOUT 3 PEERS_MAY_DIE
+                         PASS "kvstore_fault_peer: the worker got the timeout error"
+                         COMMAND kvstore_fault_peer)
   # The workers die (both, or one while the other finishes): the dedicated
   # server must stop with their error within the timeout (the killed workers
   # make mpirun fail, so the server's own line is what passes). With both
