@@ -108,13 +108,25 @@ std::exception_ptr comm_error(const Exchange& e, const std::string& what) {
   return std::make_exception_ptr(std::runtime_error("depengine::Communicator: " + describe_exchange(e) + ": " + what));
 }
 
+// The smallest allreduces travel inside their metadata message: each
+// process puts the data of the proposal's first members there (end to end,
+// as many as fit), the reduction sums what every process put, and a bucket
+// whose verdict is good and whose sum came back whole needs no data step:
+// one collective instead of two, most of an 8-byte allreduce's latency.
+constexpr std::size_t kInlineBytes = 256;
+
 // The metadata step's message; MPI reduces it with `combine_metadata`.
 struct Metadata {
   std::uint64_t end;      // one past the last member proposed: the minimum wins
   std::uint64_t healthy;  // ANDed; a cleared bit (rank % 64) marks failed inputs
+  std::uint64_t inline_bytes;  // of the members' data in `inline_data` (0: none): the minimum wins
+  std::uint64_t inline_dtype;  // a DType: float32 or float64
   std::uint64_t signatures[kMaxMembers];  // 0 where not proposed
+  std::uint64_t inline_data[kInlineBytes / sizeof(std::uint64_t)];
 };
 constexpr int kMetadataWords = sizeof(Metadata) / sizeof(std::uint64_t);
+
+bool inlinable(DType t) { return t == DType::float32 || t == DType::float64; }
 
 void combine_metadata(void* in, void* inout, int* count, MPI_Datatype*) {
   const auto* a = static_cast<const Metadata*>(in);
@@ -126,6 +138,11 @@ void combine_metadata(void* in, void* inout, int* count, MPI_Datatype*) {
       const std::uint64_t x = a[k].signatures[i], y = b[k].signatures[i];
       b[k].signatures[i] = x == 0 ? y : y == 0 ? x : x == y ? x : kConflict;
     }
+    const std::uint64_t bytes = a[k].inline_dtype == b[k].inline_dtype ? std::min(a[k].inline_bytes, b[k].inline_bytes) : 0;
+    b[k].inline_bytes = bytes;
+    if (bytes == 0) continue;
+    const auto dtype = static_cast<DType>(b[k].inline_dtype);
+    host_math::add(dtype, b[k].inline_data, a[k].inline_data, 0, static_cast<std::int64_t>(bytes / dtype_size(dtype)));
   }
 }
 
@@ -227,7 +244,8 @@ class MpiGroup final : public ProcessGroup {
   }
 
   CommStats stats() const override {
-    return {exchanges_started_.load(std::memory_order_relaxed), buckets_started_.load(std::memory_order_relaxed)};
+    return {exchanges_started_.load(std::memory_order_relaxed), buckets_started_.load(std::memory_order_relaxed),
+            inline_buckets_.load(std::memory_order_relaxed)};
   }
 
   std::uint64_t reserve(std::uint64_t count) override {
@@ -336,6 +354,16 @@ class MpiGroup final : public ProcessGroup {
     for (std::uint64_t k = first; k < end; ++k) {
       m.sent.signatures[k - first] = normalised(waiting_.at(k).exchange.signature);
     }
+    if (head.done && head.exchange.kind == Exchange::Kind::allreduce && inlinable(head.exchange.dtype)) {
+      auto* at = reinterpret_cast<std::byte*>(m.sent.inline_data);
+      for (std::uint64_t k = first; k < end; ++k) {
+        const Exchange& e = waiting_.at(k).exchange;
+        if (m.sent.inline_bytes + e.bytes() > kInlineBytes) break;
+        if (e.bytes() > 0) std::memcpy(at + m.sent.inline_bytes, e.data, e.bytes());
+        m.sent.inline_bytes += e.bytes();
+      }
+      m.sent.inline_dtype = static_cast<std::uint64_t>(head.exchange.dtype);
+    }
     const int rc = MPI_Iallreduce(&m.sent, &m.received, 1, metadata_type_, metadata_op_, control_, &m.request);
     if (rc != MPI_SUCCESS) {
       break_group(comm_error(head.exchange, "MPI_Iallreduce of its metadata failed: " + mpi_error_text(rc)));
@@ -360,9 +388,35 @@ class MpiGroup final : public ProcessGroup {
     }
     next_bucket_ = end;
     const std::exception_ptr verdict = verdict_of(m.received, members);
+    if (verdict) {
+      meta_.reset();
+      return fail_members(members, verdict);
+    }
+    if (!finish_inline(m.received, members)) start_bucket(std::move(members));
     meta_.reset();
-    if (verdict) return fail_members(members, verdict);
-    start_bucket(std::move(members));
+  }
+
+  // The bucket's sum came with its metadata (kInlineBytes): its members
+  // end here. False when it did not (it needs its data step).
+  bool finish_inline(const Metadata& received, std::vector<Waiting>& members) {
+    const Exchange& head = members.front().exchange;
+    std::size_t bytes = 0;
+    for (const Waiting& w : members) bytes += w.exchange.bytes();
+    if (head.kind != Exchange::Kind::allreduce || received.inline_bytes < bytes ||
+        received.inline_dtype != static_cast<std::uint64_t>(head.dtype)) {
+      return false;
+    }
+    exchanges_started_.fetch_add(members.size(), std::memory_order_relaxed);
+    buckets_started_.fetch_add(1, std::memory_order_relaxed);
+    inline_buckets_.fetch_add(1, std::memory_order_relaxed);
+    const auto* at = reinterpret_cast<const std::byte*>(received.inline_data);
+    for (Waiting& w : members) {
+      if (w.exchange.bytes() > 0) std::memcpy(w.exchange.data, at, w.exchange.bytes());
+      at += w.exchange.bytes();
+      (*w.done)(nullptr);
+    }
+    mark_ended(members.size());
+    return true;
   }
 
   std::exception_ptr verdict_of(const Metadata& received, const std::vector<Waiting>& members) const {
@@ -675,7 +729,7 @@ class MpiGroup final : public ProcessGroup {
   bool stop_ = false;
   std::exception_ptr broken_;
   std::uint64_t reserved_ = 0, ended_ = 0;
-  std::atomic<std::uint64_t> exchanges_started_{0}, buckets_started_{0};
+  std::atomic<std::uint64_t> exchanges_started_{0}, buckets_started_{0}, inline_buckets_{0};
 
   // The progress thread's own.
   std::map<std::uint64_t, Waiting> waiting_;

@@ -271,6 +271,46 @@ TEST(CommMpi, SmallAllreducesReadyTogetherAreFused) {
   }
 }
 
+// Allreduces of at most 256 bytes travel inside their bucket's metadata
+// step: one at a time, each of 8 and 256 bytes does, one of 260 bytes does
+// not; fused, a bucket whose first members fit and whose others do not
+// gets its sums from its data step. The sums are the same every way, with
+// the inputs ready at different times on the processes.
+TEST(CommMpi, TheSmallestAllreducesTravelWithTheirMetadata) {
+  auto engine = engine_with_devices(1);
+  Communicator one_by_one = Communicator::world(*engine, {.fuse_below_bytes = 0});
+  Communicator fused = Communicator::world(*engine);
+  SKIP_UNLESS_SEVERAL_PROCESSES(one_by_one);
+  const int p = one_by_one.process_rank(), processes = one_by_one.process_count();
+  const auto delay = std::chrono::microseconds(p == 0 ? 2000 : 0);
+  struct Case {
+    std::int64_t n;
+    DType dtype;
+    bool travels_inline;
+  };
+  int salt = 0;
+  for (const Case& c : {Case{1, DType::float64, true}, Case{64, DType::float32, true}, Case{65, DType::float32, false},
+                        Case{32, DType::float64, true}, Case{33, DType::float64, false}}) {
+    SCOPED_TRACE(std::to_string(c.n) + " elements of " + std::string(dtype_name(c.dtype)));
+    const CommStats before = one_by_one.stats();
+    Tensor t = produced_late(*engine, p, c.n, c.dtype, Device::cpu(), ++salt, delay);
+    one_by_one.allreduce({t});
+    expect_allreduced({t}, processes, ReduceOp::sum, c.dtype, salt, "one by one");
+    const CommStats after = one_by_one.stats();
+    EXPECT_EQ(after.buckets - before.buckets, 1u);
+    EXPECT_EQ(after.inline_buckets - before.inline_buckets, c.travels_inline ? 1u : 0u);
+  }
+  std::vector<Tensor> grads;
+  const int first_salt = salt + 1;
+  for (int k = 0; k < 12; ++k) grads.push_back(produced_late(*engine, p, 20, DType::float32, Device::cpu(), ++salt, {}));
+  engine->wait_all();  // all ready: 12 x 80 bytes fuse, and only the first three fit in the metadata
+  for (const Tensor& g : grads) fused.allreduce({g});
+  for (int k = 0; k < 12; ++k) {
+    expect_allreduced({grads[static_cast<std::size_t>(k)]}, processes, ReduceOp::sum, DType::float32, first_salt + k,
+                      "fused, allreduce " + std::to_string(k));
+  }
+}
+
 // A tensor larger than a piece goes out in pieces, each its own exchange.
 TEST(CommMpi, LargeTensorsGoInPieces) {
   auto engine = engine_with_devices(2);

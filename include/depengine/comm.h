@@ -107,6 +107,10 @@ struct CommOptions {
 struct CommStats {
   std::uint64_t exchanges = 0;  ///< exchanges started (chunks and pieces of the calls)
   std::uint64_t buckets = 0;    ///< MPI collectives they went out in (fused exchanges share one)
+  /// Of those buckets, allreduces of at most 256 bytes that travelled inside
+  /// the step in which the processes agree on each bucket: one MPI
+  /// collective where others take two.
+  std::uint64_t inline_buckets = 0;
 };
 
 class Communicator;
