@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "comm/host_math.h"
+#include "comm/host_staging.h"
 #include "comm/inline_executor.h"
 #include "comm/process_group.h"
 
@@ -42,6 +43,7 @@ struct CommState {
   std::mutex push_mutex;
   std::uint64_t calls = 0;
   std::size_t piece_bytes = 0;
+  bool stage_every_device = false;  // HostStaging for every non-CPU tensor (host_staged_world)
 };
 
 }  // namespace detail
@@ -113,8 +115,8 @@ void require_tensors(const char* op, const Engine& engine, const std::vector<Ten
     if (!t.defined()) fail(op, std::string("a null tensor among the ") + what);
     if (&t.engine() != &engine) fail(op, t.describe() + " belongs to another engine than the communicator");
     const DeviceKind kind = t.device().kind;
-    if (kind != DeviceKind::cpu && kind != DeviceKind::emulated) {
-      fail(op, t.describe() + ": the communicator handles CPU and emulated-device tensors only");
+    if (kind != DeviceKind::cpu && kind != DeviceKind::emulated && kind != DeviceKind::cuda) {
+      fail(op, t.describe() + ": the communicator handles CPU, emulated-device and CUDA tensors");
     }
     if (float_only && t.dtype() != DType::float32 && t.dtype() != DType::float64) {
       fail(op, "reduces float32 or float64 tensors, got " + t.describe());
@@ -273,6 +275,12 @@ Communicator Communicator::world(Engine& engine, const CommOptions& options) {
   return Communicator(std::move(state));
 }
 
+Communicator detail::host_staged_world(Engine& engine, const CommOptions& options) {
+  Communicator comm = Communicator::world(engine, options);
+  comm.state_->stage_every_device = true;
+  return comm;
+}
+
 Communicator detail::local_communicator(Engine& engine) {
   auto state = std::make_shared<CommState>();
   state->engine = &engine;
@@ -309,6 +317,7 @@ void Communicator::allreduce(std::vector<Tensor> tensors, ReduceOp op, const Pus
   const DType dtype = tensors[0].dtype();
   const bool mean = op == ReduceOp::mean;
   const std::string_view name = name_or(options, "allreduce");
+  const detail::HostStaging staging(tensors, tensors.size(), /*written=*/true, s.stage_every_device);
 
   std::lock_guard lock(s.push_mutex);
   const std::uint64_t call = s.calls++;
@@ -359,7 +368,7 @@ void Communicator::allreduce(std::vector<Tensor> tensors, ReduceOp op, const Pus
     const Tensor& x = tensors[0];
     if (across) exchange_whole(x);
     divide(x, 0, n, x.var());
-    return;
+    return staging.copy_back();
   }
 
   auto chunk_begin = [&](int c) { return static_cast<std::int64_t>(c) * n / local; };
@@ -434,6 +443,7 @@ void Communicator::allreduce(std::vector<Tensor> tensors, ReduceOp op, const Pus
   for (const auto& row : chunk) {
     for (Var v : row) engine.delete_helper_var(v);
   }
+  staging.copy_back();
 }
 
 void Communicator::broadcast(std::vector<Tensor> tensors, int root_process, const PushOptions& options) {
@@ -446,6 +456,7 @@ void Communicator::broadcast(std::vector<Tensor> tensors, int root_process, cons
                           std::to_string(processes) + ")");
   }
   const int local = static_cast<int>(tensors.size());
+  const detail::HostStaging staging(tensors, 1, /*written=*/true, s.stage_every_device);
   const Tensor& source = tensors[0];
   const std::string_view name = name_or(options, "broadcast");
 
@@ -470,6 +481,7 @@ void Communicator::broadcast(std::vector<Tensor> tensors, int root_process, cons
         },
         {source.var()}, {dst.var()}, on_device_of(dst, options, name));
   }
+  staging.copy_back();
 }
 
 void Communicator::allgather(std::vector<Tensor> inputs, std::vector<Tensor> outputs, const PushOptions& options) {
@@ -492,6 +504,8 @@ void Communicator::allgather(std::vector<Tensor> inputs, std::vector<Tensor> out
   const std::int64_t ranks = ranks_of_shapes("allgather", s, local, total, n, "each output (" + outputs[0].describe() + ")");
   if (total > INT_MAX) fail("allgather", "the output has more elements than MPI counts (2^31 - 1)");
   const DType dtype = inputs[0].dtype();
+  const detail::HostStaging staged_inputs(inputs, inputs.size(), /*written=*/false, s.stage_every_device);
+  const detail::HostStaging staged_outputs(outputs, 0, /*written=*/true, s.stage_every_device);
   const Tensor& gathered = outputs[0];
   const std::string_view name = name_or(options, "allgather");
 
@@ -537,6 +551,7 @@ void Communicator::allgather(std::vector<Tensor> inputs, std::vector<Tensor> out
         },
         {gathered.var()}, {dst.var()}, on_device_of(dst, options, name));
   }
+  staged_outputs.copy_back();
 }
 
 void Communicator::reduce_scatter(std::vector<Tensor> inputs, std::vector<Tensor> outputs, ReduceOp op,
@@ -564,6 +579,8 @@ void Communicator::reduce_scatter(std::vector<Tensor> inputs, std::vector<Tensor
                                              "each input (" + inputs[0].describe() + ", for outputs " +
                                                  outputs[0].describe() + ")");
   const std::string_view name = name_or(options, "reduce_scatter");
+  const detail::HostStaging staged_inputs(inputs, inputs.size(), /*written=*/false, s.stage_every_device);
+  const detail::HostStaging staged_outputs(outputs, 0, /*written=*/true, s.stage_every_device);
 
   std::lock_guard lock(s.push_mutex);
   const std::uint64_t call = s.calls++;
@@ -613,6 +630,7 @@ void Communicator::reduce_scatter(std::vector<Tensor> inputs, std::vector<Tensor
         },
         {mine.var()}, {dst.var()}, on_device_of(dst, options, name));
   }
+  staged_outputs.copy_back();
 }
 
 void Communicator::barrier() {

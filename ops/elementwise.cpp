@@ -25,6 +25,14 @@ Cost fill(const Tensor& out, double value) {
 }
 
 Cost copy(const Tensor& src, const Tensor& dst) {
+  if (src.defined() && dst.defined() && &src.engine() == &dst.engine() && src.device() != dst.device()) {
+    if (src.dtype() != dst.dtype() || src.numel() != dst.numel()) {
+      fail("copy", "between devices, dtypes and element counts must match: " + src.describe() + " and " +
+                       dst.describe());
+    }
+    detail::copy_between(src, dst);
+    return {0, 2.0 * static_cast<double>(src.nbytes())};
+  }
   detail::require_placed_together("copy", {&src, &dst});
   if (src.numel() != dst.numel()) {
     fail("copy", "element counts differ: " + src.describe() + " and " + dst.describe());

@@ -23,6 +23,10 @@ void require_placed_together(std::string_view op, std::initializer_list<const Te
 void require_float_dtype(std::string_view op, std::initializer_list<const Tensor*> tensors);
 void require_shape(std::string_view op, std::string_view what, const Tensor& t, const Shape& shape);
 
+/// Pushes dst = src for tensors of one dtype and element count on any two
+/// devices (through pinned host memory where a device needs it).
+void copy_between(const Tensor& src, const Tensor& dst);
+
 /// The variables one op declares. A tensor both read and written is declared
 /// once, as a write (the engine rejects a variable in both lists).
 class Access {

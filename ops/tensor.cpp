@@ -94,8 +94,9 @@ class StagingBuffer {
   Var var_;
 };
 
-// Pushes dst = src for tensors of one shape and dtype on any two devices.
-void copy_between(const Tensor& src, const Tensor& dst) {
+}  // namespace
+
+void ops::detail::copy_between(const Tensor& src, const Tensor& dst) {
   const Device from = src.device(), to = dst.device();
   Engine& engine = src.engine();
   const void* s = src.data();
@@ -148,6 +149,8 @@ void copy_between(const Tensor& src, const Tensor& dst) {
                 {dst.var()}, {.name = "copy_to:unstage"});
   }
 }
+
+namespace {
 
 void check_shape(const Shape& shape) {
   for (std::int64_t d : shape) {
@@ -274,7 +277,7 @@ Tensor Tensor::copy_to(Device device) const {
   if (!defined()) throw std::invalid_argument("Tensor::copy_to: null tensor");
   Tensor dst = device.is_cpu() ? host_tensor_for(engine(), shape_, dtype_, this->device())
                                 : empty(engine(), shape_, dtype_, device);
-  copy_between(*this, dst);
+  ops::detail::copy_between(*this, dst);
   return dst;
 }
 

@@ -100,6 +100,24 @@ TEST(CommMpi, AllreduceOverProcessesAndLocalDevices) {
   }
 }
 
+// Across processes too, tensors that go through host stand-ins (as CUDA
+// tensors do; detail::host_staged_world sends emulated ones that way) hold
+// the sum afterwards, small and large (the point-to-point ring).
+TEST(CommMpi, AllreduceThroughHostStandIns) {
+  auto engine = engine_with_devices(2);
+  Communicator comm = detail::host_staged_world(*engine);
+  SKIP_UNLESS_SEVERAL_PROCESSES(comm);
+  const int p = comm.process_rank(), ranks = 2 * comm.process_count();
+  for (std::int64_t n : {std::int64_t{1}, std::int64_t{(1 << 18) + 5}}) {
+    for (ReduceOp op : {ReduceOp::sum, ReduceOp::mean}) {
+      std::vector<Tensor> t = {produced_late(*engine, 2 * p, n, DType::float32, Device::emulated(0), 3, {}),
+                               produced_late(*engine, 2 * p + 1, n, DType::float32, Device::emulated(1), 3, {})};
+      comm.allreduce(t, op);
+      expect_allreduced(t, ranks, op, DType::float32, 3, "staged, n " + std::to_string(n));
+    }
+  }
+}
+
 TEST(CommMpi, BroadcastFromEveryRoot) {
   auto engine = engine_with_devices(2);
   Communicator comm = Communicator::world(*engine);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <depengine/comm.h>
+#include <depengine/cuda_memory.h>
 #include <depengine/emulated_device.h>
 #include <depengine/engine.h>
 #include <depengine/ops.h>
@@ -234,6 +235,102 @@ TEST(Comm, ReduceScatterGivesEachRankItsReducedBlock) {
               << devices << " devices, rank " << d;
         }
       }
+    }
+  }
+}
+
+// CUDA tensors take part through host stand-ins (copied to pinned memory
+// before, back after); detail::host_staged_world sends every non-CPU
+// tensor that way, so that the path runs here on emulated devices: each
+// collective, with a CPU tensor among them, gives the reference's values
+// in the tensors themselves, leaves its read-only inputs as they were, and
+// is ordered before a later operation on a tensor's own device.
+TEST(Comm, EveryCollectiveThroughHostStandIns) {
+  const int devices = 3;
+  auto engine = two_stream_engine(devices);
+  Communicator comm = detail::host_staged_world(*engine);
+  const std::vector<Device> places = {Device::emulated(0), Device::cpu(), Device::emulated(1), Device::emulated(2)};
+  const int ranks = static_cast<int>(places.size());
+  const std::int64_t n = 10;
+  int salt = 0;
+  for (ReduceOp op : {ReduceOp::sum, ReduceOp::mean}) {
+    ++salt;
+    std::vector<Tensor> t;
+    for (int r = 0; r < ranks; ++r) t.push_back(make_input(*engine, r, n, DType::float64, places[r], salt));
+    comm.allreduce(t, op);
+    ops::scale(t[0], 2.0, t[0]);  // after the allreduce, on emulated:0
+    for (int r = 0; r < ranks; ++r) {
+      const auto got = t[static_cast<std::size_t>(r)].to_host<double>();
+      for (std::int64_t i = 0; i < n; ++i) {
+        double sum = 0;
+        for (int q = 0; q < ranks; ++q) sum += value_at(q, i, salt);
+        ASSERT_EQ(got[static_cast<std::size_t>(i)], (r == 0 ? 2.0 : 1.0) * reduced(sum, op, ranks, DType::float64))
+            << "allreduce, rank " << r << ", element " << i;
+      }
+    }
+  }
+  {
+    ++salt;
+    std::vector<Tensor> t;
+    for (int r = 0; r < ranks; ++r) t.push_back(make_input(*engine, r, n, DType::float32, places[r], salt));
+    comm.broadcast(t, 0);
+    for (const Tensor& x : t) {
+      const auto got = x.to_host<double>();
+      for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(got[static_cast<std::size_t>(i)], value_at(0, i, salt));
+    }
+  }
+  {
+    ++salt;
+    std::vector<Tensor> in, out;
+    for (int r = 0; r < ranks; ++r) {
+      in.push_back(make_input(*engine, r, n, DType::float32, places[r], salt));
+      out.push_back(Tensor::zeros(*engine, {ranks, n}, DType::float32, places[r]));
+    }
+    comm.allgather(in, out);
+    for (int r = 0; r < ranks; ++r) {
+      const auto got = out[static_cast<std::size_t>(r)].to_host<double>();
+      const auto kept = in[static_cast<std::size_t>(r)].to_host<double>();
+      for (std::int64_t i = 0; i < n; ++i) {
+        ASSERT_EQ(kept[static_cast<std::size_t>(i)], value_at(r, i, salt)) << "allgather changed input " << r;
+        for (int q = 0; q < ranks; ++q) ASSERT_EQ(got[static_cast<std::size_t>(q * n + i)], value_at(q, i, salt));
+      }
+    }
+  }
+  {
+    ++salt;
+    std::vector<Tensor> in, out;
+    for (int r = 0; r < ranks; ++r) {
+      in.push_back(make_input(*engine, r, ranks * n, DType::float64, places[r], salt));
+      out.push_back(Tensor::zeros(*engine, {n}, DType::float64, places[r]));
+    }
+    comm.reduce_scatter(in, out);
+    for (int r = 0; r < ranks; ++r) {
+      const auto got = out[static_cast<std::size_t>(r)].to_host<double>();
+      for (std::int64_t i = 0; i < n; ++i) {
+        double sum = 0;
+        for (int q = 0; q < ranks; ++q) sum += value_at(q, r * n + i, salt);
+        ASSERT_EQ(got[static_cast<std::size_t>(i)], sum) << "reduce_scatter, rank " << r;
+      }
+    }
+  }
+}
+
+// The same on a GPU: CUDA tensors beside a CPU one.
+TEST(Comm, CudaTensorsThroughHostStandIns) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "needs a CUDA GPU (none is visible)";
+  Engine engine;
+  Communicator comm = Communicator::world(engine);
+  const std::int64_t n = 1000;
+  std::vector<Tensor> t = {make_input(engine, 0, n, DType::float32, Device::cuda(0)),
+                           make_input(engine, 1, n, DType::float32, Device::cpu()),
+                           make_input(engine, 2, n, DType::float32, Device::cuda(0))};
+  comm.allreduce(t);
+  ops::scale(t[0], 2.0, t[0]);  // on the GPU, after the allreduce
+  for (std::size_t r = 0; r < t.size(); ++r) {
+    const auto got = t[r].to_host<double>();
+    for (std::int64_t i = 0; i < n; ++i) {
+      const double sum = value_at(0, i, 0) + value_at(1, i, 0) + value_at(2, i, 0);
+      ASSERT_EQ(got[static_cast<std::size_t>(i)], (r == 0 ? 2.0 : 1.0) * sum) << "rank " << r << ", element " << i;
     }
   }
 }

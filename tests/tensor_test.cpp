@@ -58,6 +58,29 @@ TEST(TensorTest, CopyToEveryDevicePairKeepsValues) {
   }
 }
 
+// ops::copy into an existing tensor on another device: the values arrive,
+// a later op on the destination's device sees them, and a dtype conversion
+// between devices (or another element count) is refused at the call.
+TEST(TensorTest, OpsCopyBetweenDevicesWritesTheDestination) {
+  auto engine = make_engine();
+  const std::vector<float> v = Tensor::uniform(*engine, {6}, 5).to_host<float>();
+  const Device devices[] = {Device::cpu(), Device::emulated(0), Device::emulated(1)};
+  for (Device from : devices) {
+    Tensor src = Tensor::from_host(*engine, std::span<const float>(v), {6}, from);
+    for (Device to : devices) {
+      Tensor dst = Tensor::zeros(*engine, {2, 3}, DType::float32, to);
+      ops::copy(src, dst);
+      ops::scale(dst, 2.0, dst);
+      std::vector<float> want = v;
+      for (float& x : want) x *= 2.0f;
+      EXPECT_EQ(dst.to_host<float>(), want) << from.to_string() << " -> " << to.to_string();
+    }
+  }
+  Tensor src = Tensor::zeros(*engine, {6});
+  EXPECT_THROW(ops::copy(src, Tensor::zeros(*engine, {6}, DType::float64, Device::emulated(0))), std::invalid_argument);
+  EXPECT_THROW(ops::copy(src, Tensor::zeros(*engine, {5}, DType::float32, Device::emulated(0))), std::invalid_argument);
+}
+
 TEST(TensorTest, ReshapeSharesStorageAndOrdering) {
   auto engine = make_engine();
   Tensor m = Tensor::zeros(*engine, {2, 3});

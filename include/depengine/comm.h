@@ -19,7 +19,10 @@
 /// each chunk is reduced with MPI's nonblocking collectives (from 16 KiB, a
 /// ring of point-to-point messages), driven by one progress thread per
 /// communicator that sleeps while no collective waits. Small allreduces that
-/// are ready together go out fused (`CommOptions`). `world` adds the device
+/// are ready together go out fused (`CommOptions`). CUDA tensors take part
+/// through host copies in pinned memory: each is copied to the host before
+/// the collective and back after it (MPI as Debian builds it is not
+/// CUDA-aware), by operations on the GPU's copy streams. `world` adds the device
 /// `Device::custom(63)` to the engine: it runs the operations that hand
 /// exchanges to the progress thread.
 ///
@@ -36,8 +39,8 @@
 /// hang or mixed-up data.
 ///
 /// **Errors.** Bad arguments (no tensors, a null tensor, one of another
-/// engine, tensors that differ in shape or dtype, a tensor listed twice,
-/// CUDA tensors, which the communicator does not handle) throw
+/// engine, tensors that differ in shape or dtype, a tensor listed twice)
+/// throw
 /// `std::invalid_argument` at push and push nothing. A failure while the
 /// collective runs (a peer disagreed, an input failed somewhere, MPI
 /// reported an error, or a peer did not take part within
@@ -120,6 +123,10 @@ struct CommState;
 /// This process's devices alone, whatever the launcher: the ring of the
 /// KVStore's "device" type.
 Communicator local_communicator(Engine& engine);
+/// `Communicator::world`, with every tensor not on the CPU taking part
+/// through host copies, as CUDA tensors always do: their path, testable
+/// without a GPU.
+Communicator host_staged_world(Engine& engine, const CommOptions& options = {});
 }
 
 class Communicator {
@@ -175,6 +182,7 @@ class Communicator {
  private:
   explicit Communicator(std::shared_ptr<detail::CommState> state) : state_(std::move(state)) {}
   friend Communicator detail::local_communicator(Engine& engine);
+  friend Communicator detail::host_staged_world(Engine& engine, const CommOptions& options);
   std::shared_ptr<detail::CommState> state_;
 };
 

@@ -48,7 +48,9 @@ struct Cost {
 
 /// out[i] = value.
 Cost fill(const Tensor& out, double value);
-/// dst = src, converting the dtype if they differ. Same device, same element count.
+/// dst = src, the same element count. On one device it converts the dtype
+/// if they differ; between devices (a copy operation of the copy streams,
+/// as `Tensor::copy_to` pushes) the dtypes must match.
 Cost copy(const Tensor& src, const Tensor& dst);
 
 /// out = a + b (also sub, mul). `b`'s shape equals `a`'s or a suffix of it
