@@ -9,12 +9,14 @@
 #include <stdexcept>
 #include <string>
 
+#include "comm/host_staging.h"
 #include "comm/kv_backend.h"
 
 namespace depengine {
 
 namespace {
 
+using detail::HostStaging;
 using detail::KVBackend;
 using detail::KVKeyInfo;
 
@@ -52,8 +54,8 @@ void require_tensor(const char* op, const KVBackend& b, const Tensor& t, const s
   if (!t.defined()) fail(op, "a null tensor as " + what);
   if (&t.engine() != &b.engine()) fail(op, t.describe() + " belongs to another engine than the store");
   const DeviceKind kind = t.device().kind;
-  if (kind != DeviceKind::cpu && kind != DeviceKind::emulated) {
-    fail(op, t.describe() + ": the store handles CPU and emulated-device tensors only");
+  if (kind != DeviceKind::cpu && kind != DeviceKind::emulated && kind != DeviceKind::cuda) {
+    fail(op, t.describe() + ": the store handles CPU, emulated-device and CUDA tensors");
   }
   if (t.dtype() != DType::float32 && t.dtype() != DType::float64) {
     fail(op, "stores float32 or float64 values, got " + t.describe());
@@ -108,6 +110,14 @@ void require_same_length(const char* op, const Keys& keys, const List& lists) {
   }
 }
 
+// A CUDA value as the store reads it: a copy in pinned host memory (see
+// comm/host_staging.h); others as they are.
+Tensor read_on_host(const Tensor& t) {
+  std::vector<Tensor> staged = {t};
+  const HostStaging staging(staged, 1, /*written=*/false, /*every_device=*/false);
+  return staged[0];
+}
+
 void init_keys(KVBackend& b, const std::vector<KeyArg>& keys, const std::vector<Tensor>& values) {
   require_worker("init", b);
   require_same_length("init", keys, values);
@@ -136,7 +146,7 @@ void init_keys(KVBackend& b, const std::vector<KeyArg>& keys, const std::vector<
                     .dtype = values[i].dtype(),
                     .numel = values[i].numel()};
     }
-    b.init(keys[i].key, values[i]);
+    b.init(keys[i].key, read_on_host(values[i]));
   }
 }
 
@@ -147,7 +157,9 @@ void push_keys(KVBackend& b, const std::vector<KeyArg>& keys, const std::vector<
   std::lock_guard lock(b.mutex);
   for (std::size_t i = 0; i < keys.size(); ++i) require_matching("push", b, keys[i], values[i], "values");
   for (std::size_t i = 0; i < keys.size(); ++i) {
-    b.push(keys[i].key, values[i], priority);
+    std::vector<Tensor> staged = values[i];
+    const HostStaging staging(staged, staged.size(), /*written=*/false, /*every_device=*/false);
+    b.push(keys[i].key, staged, priority);
     ++b.keys.at(keys[i].key).pushes;
   }
 }
@@ -158,7 +170,12 @@ void pull_keys(KVBackend& b, const std::vector<KeyArg>& keys, const std::vector<
   require_same_length("pull", keys, outs);
   std::lock_guard lock(b.mutex);
   for (std::size_t i = 0; i < keys.size(); ++i) require_matching("pull", b, keys[i], outs[i], "outputs");
-  for (std::size_t i = 0; i < keys.size(); ++i) b.pull(keys[i].key, outs[i], priority);
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    std::vector<Tensor> staged = outs[i];
+    const HostStaging staging(staged, 0, /*written=*/true, /*every_device=*/false);
+    b.pull(keys[i].key, staged, priority);
+    staging.copy_back();
+  }
 }
 
 void pushpull_key(KVBackend& b, const KeyArg& key, const std::vector<Tensor>& values,
@@ -167,7 +184,11 @@ void pushpull_key(KVBackend& b, const KeyArg& key, const std::vector<Tensor>& va
   std::lock_guard lock(b.mutex);
   require_matching("pushpull", b, key, values, "values");
   require_matching("pushpull", b, key, outs, "outputs");
-  b.pushpull(key.key, values, outs, priority);
+  std::vector<Tensor> staged_values = values, staged_outs = outs;
+  const HostStaging reading(staged_values, staged_values.size(), /*written=*/false, /*every_device=*/false);
+  const HostStaging writing(staged_outs, 0, /*written=*/true, /*every_device=*/false);
+  b.pushpull(key.key, staged_values, staged_outs, priority);
+  writing.copy_back();
 }
 
 }  // namespace

@@ -16,7 +16,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 arch=${1:-90}
 bundle=${2:-$root/build-gpu-bundle}
 build=$root/build-gpu
-programs=(device_cuda_tests device_cuda_bench tensor_tests mlp_train core_bench depbench depbench_scenario_tests comm_tests)
+programs=(device_cuda_tests device_cuda_bench tensor_tests mlp_train core_bench depbench depbench_scenario_tests comm_tests kvstore_tests)
 
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DDEPENGINE_WITH_CUDA=ON -DDEPENGINE_BENCH_STARPU=OFF \
   "-DCMAKE_CUDA_ARCHITECTURES=$arch" >/dev/null

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include <depengine/cuda_memory.h>
 #include <depengine/emulated_device.h>
 #include <depengine/engine.h>
 #include <depengine/kvstore.h>
@@ -247,6 +248,31 @@ TEST_P(KVStoreLocal, StringKeys) {
   expect_invalid([&] { kv.init(std::vector<std::string>{"c", "c"}, {w, w}); }, "key 'c' is given twice");
   // Nothing was pushed by the calls that threw.
   for (float x : w.to_host<float>()) EXPECT_EQ(x, 6.0f);
+}
+
+// On a GPU: CUDA values and outputs go through host copies (pinned
+// memory), beside a CPU one; init from a CUDA tensor, push + pull, and a
+// pushpull into the pushed CUDA tensor itself.
+TEST_P(KVStoreLocal, CudaTensorsThroughHostStandIns) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "needs a CUDA GPU (none is visible)";
+  Engine engine;
+  auto kv = KVStore::create(engine, GetParam());
+  const int key = 5;
+  const std::int64_t n = 1000;
+  kv.init(key, tensor_of(engine, n, DType::float32, Device::cuda(0), key, 9, 0));
+  Tensor out = Tensor::zeros(engine, {n}, DType::float32, Device::cuda(0));
+  kv.pull(key, {out});
+  for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(host_of(out)[static_cast<std::size_t>(i)], value_at(key, 9, 0, i));
+  Tensor on_gpu = tensor_of(engine, n, DType::float32, Device::cuda(0), key, 0, 1);
+  kv.push(key, {on_gpu, tensor_of(engine, n, DType::float32, Device::cpu(), key, 1, 1)});
+  kv.pull(key, {out});
+  kv.pushpull(key, {on_gpu}, {on_gpu});
+  const std::vector<double> pulled = host_of(out), pushpulled = host_of(on_gpu);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto at = static_cast<std::size_t>(i);
+    ASSERT_EQ(pulled[at], value_at(key, 0, 1, i) + value_at(key, 1, 1, i)) << i;
+    ASSERT_EQ(pushpulled[at], value_at(key, 0, 1, i)) << i;  // the store holds the last merged push
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, KVStoreLocal, ::testing::Values("local", "device", "dist_sync", "dist_async"));

@@ -39,7 +39,7 @@
 ///
 /// Errors: bad arguments (an unknown key, a tensor whose shape or dtype
 /// differs from the key's init, a null tensor or one of another engine, a
-/// CUDA tensor, a key initialised again with another shape) throw
+/// key initialised again with another shape) throw
 /// `std::invalid_argument` at the call and push nothing. What only a server
 /// can see (processes that initialised a key with different shapes) fails
 /// the init on every worker: the next blocking call on the key's tensors
@@ -141,8 +141,10 @@ class KVStore {
   KVStore& operator=(KVStore&&) noexcept = default;
   ~KVStore();
 
-  /// Stores `value` under `key` (float32 or float64, host or emulated
-  /// device); with several processes the value of process 0 wins.
+  /// Stores `value` under `key` (float32 or float64, on the CPU, an
+  /// emulated device or a GPU: CUDA values and outputs of every call go
+  /// through copies in pinned host memory); with several processes the
+  /// value of process 0 wins.
   void init(int key, const Tensor& value);
   void init(const std::vector<int>& keys, const std::vector<Tensor>& values);
   /// Pushes the key's local values (one per device, same shape and dtype
