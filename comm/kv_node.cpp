@@ -618,6 +618,7 @@ bool KvNode::post_payload_receive(PendingPayload& p) {
 // wait for a round). MPI matches a worker's payloads to the receives in
 // the order both were made, so they are posted in the order they came.
 void KvNode::post_deferred_payloads() {
+  if (std::none_of(payloads_.begin(), payloads_.end(), [](const PendingPayload& p) { return p.deferred; })) return;
   std::vector<int> undeferred_after;  // sources with a later message that is not deferred
   std::vector<PendingPayload*> due;    // last first
   for (auto it = payloads_.rbegin(); it != payloads_.rend(); ++it) {

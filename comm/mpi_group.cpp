@@ -409,14 +409,19 @@ class MpiGroup final : public ProcessGroup {
     exchanges_started_.fetch_add(members.size(), std::memory_order_relaxed);
     buckets_started_.fetch_add(1, std::memory_order_relaxed);
     inline_buckets_.fetch_add(1, std::memory_order_relaxed);
-    const auto* at = reinterpret_cast<const std::byte*>(received.inline_data);
+    complete_members(members, reinterpret_cast<const std::byte*>(received.inline_data));
+    return true;
+  }
+
+  // The members succeeded; `packed`, when given, holds their results end to
+  // end, to be copied into each.
+  void complete_members(std::vector<Waiting>& members, const std::byte* packed) {
     for (Waiting& w : members) {
-      if (w.exchange.bytes() > 0) std::memcpy(w.exchange.data, at, w.exchange.bytes());
-      at += w.exchange.bytes();
+      if (packed != nullptr && w.exchange.bytes() > 0) std::memcpy(w.exchange.data, packed, w.exchange.bytes());
+      if (packed != nullptr) packed += w.exchange.bytes();
       (*w.done)(nullptr);
     }
     mark_ended(members.size());
-    return true;
   }
 
   std::exception_ptr verdict_of(const Metadata& received, const std::vector<Waiting>& members) const {
@@ -657,15 +662,7 @@ class MpiGroup final : public ProcessGroup {
       if (rc != MPI_SUCCESS) {
         fail_members(it->members, comm_error(it->members.front().exchange, "failed: " + mpi_error_text(rc)));
       } else {
-        std::size_t at = 0;
-        for (Waiting& w : it->members) {
-          if (!it->packed.empty() && w.exchange.bytes()) {
-            std::memcpy(w.exchange.data, it->packed.data() + at, w.exchange.bytes());
-          }
-          at += w.exchange.bytes();
-          (*w.done)(nullptr);
-        }
-        mark_ended(it->members.size());
+        complete_members(it->members, it->packed.empty() ? nullptr : it->packed.data());
       }
       free_ring_types(*it);
       it = buckets_.erase(it);

@@ -32,6 +32,9 @@ int main() {
     std::fprintf(stderr, "kvstore_fault_peer: the first round went wrong\n");
     return 1;
   }
+  // Worker 0 still copies worker 1's reply out of its memory until its own
+  // pushpull ends: worker 1 ends only after both have.
+  kv.barrier();
   if (kv.rank() == 1) std::_Exit(9);
   kv.pushpull(1, {Tensor::full(engine, {3000}, 1.0)}, {w});
   const std::string pushpull_error = message_of([&] { w.to_host<float>(); });
