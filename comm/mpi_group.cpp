@@ -151,6 +151,12 @@ struct Waiting {
   std::optional<ExchangeDone> done;  // empty when skipped: its inputs failed here
 };
 
+std::size_t bytes_of(const std::vector<Waiting>& members) {
+  std::size_t bytes = 0;
+  for (const Waiting& w : members) bytes += w.exchange.bytes();
+  return bytes;
+}
+
 struct Arrival {
   std::uint64_t number = 0;
   Waiting waiting;
@@ -400,9 +406,7 @@ class MpiGroup final : public ProcessGroup {
   // end here. False when it did not (it needs its data step).
   bool finish_inline(const Metadata& received, std::vector<Waiting>& members) {
     const Exchange& head = members.front().exchange;
-    std::size_t bytes = 0;
-    for (const Waiting& w : members) bytes += w.exchange.bytes();
-    if (head.kind != Exchange::Kind::allreduce || received.inline_bytes < bytes ||
+    if (head.kind != Exchange::Kind::allreduce || received.inline_bytes < bytes_of(members) ||
         received.inline_dtype != static_cast<std::uint64_t>(head.dtype)) {
       return false;
     }
@@ -456,8 +460,7 @@ class MpiGroup final : public ProcessGroup {
     BucketInFlight b;
     b.started = Clock::now();
     const Exchange& head = members.front().exchange;
-    std::size_t bytes = 0;
-    for (const Waiting& w : members) bytes += w.exchange.bytes();
+    const std::size_t bytes = bytes_of(members);
     const bool ring = head.kind == Exchange::Kind::allreduce && bytes >= kRingAboveBytes;
     // Off the ring, several members travel packed end to end in one buffer.
     void* data = head.data;
