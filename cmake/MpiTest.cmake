@@ -7,6 +7,8 @@
 # oversubscribed on shared memory only, with Open MPI's exit-time leaks
 # suppressed under AddressSanitizer, bounded by TIMEOUT (ctest ends mpirun
 # and its processes) and by DEPENGINE_COMM_TIMEOUT inside depengine.
+# GoogleTest prints only failures (GTEST_BRIEF): the processes' logs
+# interleave, and a failure must not drown among their passing lines.
 # PEERS_MAY_DIE tells mpirun not to end the job when one process dies, so
 # that the survivors live to report the error the test looks for.
 #
@@ -24,7 +26,7 @@ function(depengine_add_mpi_test name)
                    ${arg_COMMAND})
   set(lsan "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/support/lsan-mpi.supp:fast_unwind_on_malloc=0")
   set_tests_properties(${name} PROPERTIES
-    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_btl=self,vader;${lsan};DEPENGINE_COMM_TIMEOUT=${arg_COMM_TIMEOUT}"
+    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_btl=self,vader;${lsan};GTEST_BRIEF=1;DEPENGINE_COMM_TIMEOUT=${arg_COMM_TIMEOUT}"
     TIMEOUT ${arg_TIMEOUT} PROCESSORS 2)
   if(arg_PASS)
     set_tests_properties(${name} PROPERTIES PASS_REGULAR_EXPRESSION "${arg_PASS}")

@@ -291,6 +291,10 @@ TEST_P(Semantics, HigherPriorityRunsFirstAmongReadyOps) {
     engine.push([&, i](RunContext&) { std::lock_guard lock(m); order.push_back(priorities[i]); }, {}, {vars[i]},
                 {.priority = priorities[i]});
   }
+  // The worker is busy, so the pushes may still be buffered: a wait flushes
+  // them, and they must all be ready before the worker frees up.
+  Var probe = engine.new_var();
+  engine.wait_to_read(probe);
   open.store(true);
   // Not wait_all: its thread would run queued ops beside the worker.
   for (Var v : vars) engine.wait_to_read(v);
