@@ -165,7 +165,7 @@ void KvNode::send_value(int process, std::uint64_t request, Tensor value, Comple
   send.done = std::move(done);
   // A reply made ready on the progress thread (an inline merge) leaves at
   // once, not after the rest of the thread's round of polls.
-  if (std::this_thread::get_id() == thread_.get_id()) {
+  if (t_progress_node == this) {
     if (broken_) send.done(broken_);
     else post_value(std::move(send));
     return;
@@ -329,6 +329,7 @@ bool KvNode::busy() const {
 }
 
 void KvNode::run() {
+  t_progress_node = this;
   auto idle_poll = kIdlePollMin;
   for (;;) {
     Inbox in;

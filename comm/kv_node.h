@@ -241,6 +241,9 @@ class KvNode final : public KvReplies {
   bool finish_sent_ = false;  // under mutex_: no more alive messages
 
   std::thread thread_;
+  // Set by the progress thread itself: thread_ is assigned only after that
+  // thread started, so reading it there would race with the assignment.
+  static inline thread_local const KvNode* t_progress_node = nullptr;
 };
 
 }  // namespace depengine::detail
