@@ -115,9 +115,22 @@ void mark_launched(VarState& var, Entry& entry, ReadyList& ready) {
   grant_ready_entries(var, &ready);
 }
 
-void propagate_failure(VarState& var, const Entry& entry, const std::exception_ptr& error) {
+void set_error(VarState& var, const std::exception_ptr& error) {
   var.error = error;
   var.failed.store(true, std::memory_order_release);
+}
+
+void hold(VarState& var, Entry& entry) {
+  entry.set_next(nullptr);
+  entry.launched = false;
+  entry.prev = nullptr;
+  var.head = var.tail = &entry;
+  ++var.active;
+  if (entry.write) ++var.active_writes;
+}
+
+void propagate_failure(VarState& var, const Entry& entry, const std::exception_ptr& error) {
+  set_error(var, error);
   // Entries granted behind the failed write (early, on its device) have not
   // checked their inputs yet: they wait for its fence.
   for (Entry* e = entry.next; e != var.first_ungranted; e = e->next) set_input_error(*e, error);

@@ -121,6 +121,14 @@ void mark_launched(VarState& var, Entry& entry, ReadyList& ready);
 /// The entry's op, which writes the variable, failed with `error`: the
 /// variable and the entries granted behind it (early) take that error.
 void propagate_failure(VarState& var, const Entry& entry, const std::exception_ptr& error);
+/// The same for a write that held the variable without an entry (an
+/// adopted variable, engine/var_adoption.h): nothing is granted early there.
+void set_error(VarState& var, const std::exception_ptr& error);
+
+/// Links `entry`, granted, into the variable's empty queue: it holds the
+/// variable for work that started without an entry (a stand-in for graph
+/// replays in flight, engine/var_adoption.h) until remove_completed.
+void hold(VarState& var, Entry& entry);
 
 /// Removes the completed entry and grants what it was holding back.
 void remove_completed(VarState& var, Entry& entry, ReadyList& ready);

@@ -124,7 +124,9 @@ class EngineCore {
   /// A replayed graph's writes left the variable of the replay op's `entry`
   /// failed with `error`: as a failed write would have left it (entries
   /// granted early behind it, on a stream device, take the error too).
-  void fail_var(detail::Entry& entry, std::exception_ptr error);
+  /// A replay's node failed writing `var`, which the replay op holds through
+  /// `entry`, or without one (adopted: null).
+  void fail_var(detail::VarState& var, const detail::Entry* entry, std::exception_ptr error);
   /// Records a validated push (its block goes back to the pool).
   void record(detail::GraphRecorder* recorder, detail::OpBlock* op, OpFn&& fn, AsyncOpFn&& async_fn);
   /// delete_var, never recorded by a capture.

@@ -159,7 +159,7 @@ void GraphRecorder::compute_replay_lists() {
   add(g.replay_reads, false, 0);
   add(g.replay_writes, true, static_cast<std::uint32_t>(g.replay_reads.size()));
   std::sort(g.replay_entries.begin(), g.replay_entries.end(),
-            [](const GraphData::ReplayEntry& a, const GraphData::ReplayEntry& b) { return a.state < b.state; });
+            [](const ReplayEntry& a, const ReplayEntry& b) { return a.state < b.state; });
 }
 
 std::shared_ptr<GraphData> GraphRecorder::finish() {
@@ -182,6 +182,12 @@ std::shared_ptr<GraphData> GraphRecorder::finish() {
   }
   compute_edges();
   compute_replay_lists();
+  if (g.runs_as_dag) {
+    std::vector<bool> adoptable;
+    adoptable.reserve(g.replay_entries.size());
+    for (const ReplayEntry& r : g.replay_entries) adoptable.push_back(g.var_at_position[r.position] >= 0);
+    g.adoption = std::make_unique<VarAdoption>(g.replay_entries, std::move(adoptable));
+  }
   finished_ = true;
   return std::move(graph_);
 }

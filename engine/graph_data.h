@@ -12,10 +12,9 @@
 #include "depengine/engine.h"
 #include "engine/graph_run.h"
 #include "engine/op_block.h"
+#include "engine/var_adoption.h"
 
 namespace depengine::detail {
-
-struct VarState;
 
 /// A variable the graph's ops touch.
 struct GraphVar {
@@ -75,13 +74,10 @@ struct GraphData {
   std::vector<std::int32_t> var_at_position;
   /// The replay op's entries as make_op would sort them (by variable
   /// address, the lock order), so that a replay need not sort them again.
-  struct ReplayEntry {
-    VarState* state;
-    std::uint32_t generation;
-    std::uint32_t position;
-    bool write;
-  };
   std::vector<ReplayEntry> replay_entries;
+  /// A graph that runs as a DAG holds the variables only it touches without
+  /// entries (after replay_entries: it lets go of them first).
+  std::unique_ptr<VarAdoption> adoption;
   GraphRun run;
 
   GraphData() : run(*this) {}

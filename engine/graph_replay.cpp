@@ -92,13 +92,16 @@ OpBlock* EngineCore::make_replay_op(const GraphData& graph, const PushOptions& o
     detail::OpPool::release(op);
     throw;
   }
-  for (const GraphData::ReplayEntry& r : graph.replay_entries) {
+  for (const detail::ReplayEntry& r : graph.replay_entries) {
     if (!detail::VarTable::is_current(*r.state, r.generation)) [[unlikely]] {
       detail::OpPool::release(op);
       throw_deleted_graph_var(*r.state);
     }
-    entries.emplace_back().place(r.state, op, r.write, r.position, r.generation);
+    // With an adoption, the registration makes the entries the graph
+    // does not hold already.
+    if (!graph.adoption) entries.emplace_back().place(r.state, op, r.write, r.position, r.generation);
   }
+  op->adoption = graph.adoption.get();
   op->engine = this;
   op->kind = kind;
   op->runs_graph = true;
@@ -153,11 +156,11 @@ void EngineCore::release_graph(GraphData& graph) noexcept {
   }
 }
 
-void EngineCore::fail_var(detail::Entry& entry, std::exception_ptr error) {
-  detail::VarState& var = *entry.var;
+void EngineCore::fail_var(detail::VarState& var, const detail::Entry* entry, std::exception_ptr error) {
   {
     std::lock_guard lock(var.lock);
-    detail::dependency::propagate_failure(var, entry, error);
+    if (entry) detail::dependency::propagate_failure(var, *entry, error);
+    else detail::dependency::set_error(var, error);
   }
   std::lock_guard lock(failures_mutex_);
   failures_.push_back({&var, var.generation.load(std::memory_order_relaxed), std::move(error)});

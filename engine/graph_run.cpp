@@ -35,6 +35,7 @@ void GraphRun::prepare(const OpBlock& replay_op) {
     pending_ = std::make_unique<std::atomic<std::int32_t>[]>(n);
     pending_size_ = n;
     var_error_.assign(graph_.vars.size(), nullptr);
+    has_entry_.assign(graph_.vars.size(), 1);
     own_error_.assign(n, nullptr);
     max_helpers_ = std::max(0, graph_.engine->cpu_threads() - 1);
   }
@@ -65,9 +66,32 @@ void GraphRun::prepare(const OpBlock& replay_op) {
       }
     }
   }
+  if (graph_.adoption) any = take_adopted_errors() || any;
   any_error_.store(any, std::memory_order_relaxed);
   remaining_.store(static_cast<std::int64_t>(n), std::memory_order_relaxed);
   epoch_.fetch_add(1, std::memory_order_release);
+}
+
+// The variables the graph adopted carry their errors in themselves: what a
+// replay before this one (or a write before the adoption) left there, and
+// what no blocking call reported since, is the input the nodes see.
+bool GraphRun::take_adopted_errors() {
+  std::fill(has_entry_.begin(), has_entry_.end(), 0);
+  for (const Entry& e : replay_op_->entries) {
+    const std::int32_t var = graph_.var_at_position[e.position];
+    if (var >= 0) has_entry_[static_cast<std::size_t>(var)] = 1;
+  }
+  bool any = false;
+  for (std::size_t k = 0; k < graph_.vars.size(); ++k) {
+    VarState& state = *graph_.vars[k].state;
+    if (has_entry_[k] || !state.failed.load(std::memory_order_acquire)) continue;
+    std::lock_guard lock(state.lock);
+    if (state.error) {
+      var_error_[k] = state.error;
+      any = true;
+    }
+  }
+  return any;
 }
 
 void GraphRun::drain(Stack& stack, const std::shared_ptr<GraphData>* graph) {
@@ -173,11 +197,15 @@ void GraphRun::finish() {
 void GraphRun::file_errors() {
   if (any_error_.load(std::memory_order_acquire)) [[unlikely]] {
     EngineCore& engine = *graph_.engine;
-    for (Entry& e : const_cast<OpBlock*>(replay_op_)->entries) {
+    for (const Entry& e : replay_op_->entries) {
       const std::int32_t k = graph_.var_at_position[e.position];
       if (k < 0) continue;
       const GraphVar& v = graph_.vars[static_cast<std::size_t>(k)];
-      if (v.written && var_error_[static_cast<std::size_t>(k)]) engine.fail_var(e, var_error_[static_cast<std::size_t>(k)]);
+      if (v.written && var_error_[static_cast<std::size_t>(k)]) engine.fail_var(*e.var, &e, var_error_[static_cast<std::size_t>(k)]);
+    }
+    for (std::size_t k = 0; k < graph_.vars.size(); ++k) {
+      const GraphVar& v = graph_.vars[k];
+      if (!has_entry_[k] && v.written && var_error_[k]) engine.fail_var(*v.state, nullptr, var_error_[k]);
     }
     // A node that writes nothing and failed itself is reported by wait_all.
     for (std::size_t i = 0; i < graph_.nodes.size(); ++i) {

@@ -64,6 +64,7 @@ class GraphRun {
   void help(std::uint64_t epoch);
   void run_node(std::uint32_t index, const RunContext& base);
   void fail_node(std::uint32_t index, std::exception_ptr error);
+  bool take_adopted_errors();
   bool take_shared(Stack& stack);
   void offload(Stack& stack, const std::shared_ptr<GraphData>& graph);
   void finish();
@@ -76,6 +77,9 @@ class GraphRun {
   int max_helpers_ = 0;
   // Per variable of the graph: its error as the next node to touch it sees it.
   std::vector<std::exception_ptr> var_error_;
+  // Per variable of the graph: the run's replay op holds it through an
+  // entry (else the graph adopted it: engine/var_adoption.h).
+  std::vector<std::uint8_t> has_entry_;
   // Per node: the error it threw itself (not one it passed on).
   std::vector<std::exception_ptr> own_error_;
   bool errors_to_clear_ = false;  // the last run left errors in the vectors above

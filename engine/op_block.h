@@ -23,6 +23,7 @@ namespace depengine::detail {
 
 struct GraphData;
 struct OpBlock;
+class VarAdoption;
 struct VarState;
 class WaitSignal;
 
@@ -127,6 +128,7 @@ struct alignas(64) OpBlock {
   std::string name;
   Fence launch_fence;  // set by ReadyOp::launched
   GraphData* stream_graph = nullptr;  // a replay on one stream device (ReadyOp::stream_graph)
+  VarAdoption* adoption = nullptr;    // a replay whose graph adopts variables (engine/var_adoption.h)
   // Completion ticket: odd while a Completion may complete the op, so that a
   // second call (or a call on a recycled block) is detected.
   std::atomic<std::uint64_t> ticket{0};
@@ -176,6 +178,7 @@ struct alignas(64) OpBlock {
     fences.clear();
     launch_fence = Fence{};
     stream_graph = nullptr;
+    adoption = nullptr;
   }
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/var_adoption.h"
 #include "sync/spin_wait.h"
 #include "sync/prefetch.h"
 
@@ -162,7 +163,14 @@ void PushBuffer::register_batch(Batch& batch, ReadyList& ready) {
   // back: lines of the owner's, when a worker registers.
   const auto by_address = [](const Run& a, const Run& b) { return a.var < b.var; };
   if (!std::is_sorted(runs.begin(), runs.end(), by_address)) std::sort(runs.begin(), runs.end(), by_address);
-  for (const Run& run : runs) run.var->lock.lock();
+  for (;;) {
+    for (const Run& run : runs) run.var->lock.lock();
+    // A variable a graph holds without entries leaves the graph first.
+    const auto adopted = std::find_if(runs.begin(), runs.end(), [](const Run& r) { return r.var->adopted; });
+    if (adopted == runs.end()) [[likely]] break;
+    for (const Run& run : runs) run.var->lock.unlock();
+    VarAdoption::evict(*adopted->var);
+  }
   for (const Run& run : runs) dependency::splice(*run.var, *run.first, *run.last, ready);
   for (const Run& run : runs) run.var->lock.unlock();
   const std::size_t ready_before = ready.size();

@@ -27,6 +27,7 @@
 #include "engine/in_flight_counter.h"
 #include "engine/op_pool.h"
 #include "engine/push_buffers.h"
+#include "engine/var_adoption.h"
 #include "sync/spin_wait.h"
 #include "sync/tuning.h"
 #include "sync/wait_signal.h"
@@ -229,6 +230,7 @@ class ThreadedEngine final : public EngineCore {
   // and those of the buffers holding the variables' claims.
   void register_now(OpBlock* op, PushBuffer* own) {
     counter_.add_pushed();
+    if (op->adoption) return register_replay(op, own);
     if (own && own->maybe_holds_ops()) flush(*own);
     PushBuffer* flushed = nullptr;  // neighbouring variables claimed by one buffer flush it once
     for (Entry& e : op->entries) {
@@ -243,8 +245,7 @@ class ThreadedEngine final : public EngineCore {
     op->pending.store(entries + 1, std::memory_order_relaxed);
     ReadyList ready;
     int granted = 0;
-    // Entries are sorted by variable address: a global lock order.
-    for (Entry& e : op->entries) e.var->lock.lock();
+    lock_entries_evicting(*op);
     if (const Entry* stale = stale_entry(*op)) [[unlikely]] {
       for (Entry& e : op->entries) e.var->lock.unlock();
       counter_.add_completed();  // balances the push counted above, which did not happen
@@ -252,12 +253,96 @@ class ThreadedEngine final : public EngineCore {
     }
     for (Entry& e : op->entries) granted += detail::dependency::append(*e.var, e);
     for (Entry& e : op->entries) e.var->lock.unlock();
-    // Grants made here are settled in one step, or in none when every entry
-    // was granted (then no other thread can count this op down).
+    settle_registered(op, granted, entries, ready);
+  }
+
+  // Grants made at registration are settled in one step, or in none when
+  // every entry was granted (then no other thread can count the op down).
+  void settle_registered(OpBlock* op, int granted, int entries, ReadyList& ready) {
     if (granted == entries || op->pending.fetch_sub(granted + 1, std::memory_order_acq_rel) == granted + 1) {
       ready.push(op);
     }
     dispatch(ready, nullptr);
+  }
+
+  // Locks the op's variables (sorted by address: a global lock order) once
+  // no graph holds any of them without an entry.
+  static void lock_entries_evicting(OpBlock& op) {
+    for (;;) {
+      for (Entry& e : op.entries) e.var->lock.lock();
+      const auto adopted = std::find_if(op.entries.begin(), op.entries.end(),
+                                        [](const Entry& e) { return e.var->adopted; });
+      if (adopted == op.entries.end()) [[likely]] return;
+      for (Entry& e : op.entries) e.var->lock.unlock();
+      detail::VarAdoption::evict(*adopted->var);
+    }
+  }
+
+  // A replay of a graph that adopts variables (engine/var_adoption.h): its
+  // entries are made here, under the adoption's mutex, for the variables
+  // the graph does not hold already, and a variable whose queue is empty
+  // is adopted instead of queued.
+  void register_replay(OpBlock* op, PushBuffer* own) {
+    detail::VarAdoption& adoption = *op->adoption;
+    const std::vector<detail::ReplayEntry>& all = adoption.entries();
+    // What this thread, or a buffer holding a variable's claim, pushed
+    // before registers before, on adopted variables too.
+    if (own && own->maybe_holds_ops()) flush(*own);
+    PushBuffer* flushed = nullptr;
+    for (const detail::ReplayEntry& r : all) {
+      PushBuffer* holder = r.state->claim.load(std::memory_order_seq_cst);
+      if (holder != nullptr && holder != own && holder != flushed) {
+        flush(*holder);
+        flushed = holder;
+      }
+    }
+    std::unique_lock adoption_lock(adoption.mutex());
+    std::vector<Entry>& entries = op->entries;
+    for (;;) {
+      entries.clear();
+      for (const detail::ReplayEntry& r : all) {
+        if (!adoption.adopted(static_cast<std::size_t>(&r - all.data()))) {
+          entries.emplace_back().place(r.state, op, r.write, r.position, r.generation);
+        }
+      }
+      for (Entry& e : entries) e.var->lock.lock();
+      // One another graph adopted leaves it first (its mutex is not ours to hold meanwhile).
+      const auto foreign = std::find_if(entries.begin(), entries.end(),
+                                        [](const Entry& e) { return e.var->adopted; });
+      if (foreign == entries.end()) break;
+      for (Entry& e : entries) e.var->lock.unlock();
+      adoption_lock.unlock();
+      detail::VarAdoption::evict(*foreign->var);
+      adoption_lock.lock();
+    }
+    if (const Entry* stale = stale_entry(*op)) [[unlikely]] {
+      for (Entry& e : entries) e.var->lock.unlock();
+      adoption_lock.unlock();
+      counter_.add_completed();  // balances the push counted above, which did not happen
+      reject_stale(op, *stale);
+    }
+    // Adopted: dropped from the entries before any is linked. Its lock may
+    // go at once: whoever registers on it now must evict it, which waits for
+    // the adoption's mutex.
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      if (adoption.try_adopt(entries[i].position)) {
+        entries[i].var->lock.unlock();
+        continue;
+      }
+      if (kept != i) entries[kept] = std::move(entries[i]);
+      ++kept;
+    }
+    entries.resize(kept);
+    const int count = static_cast<int>(kept);
+    op->pending.store(count + 1, std::memory_order_relaxed);
+    int granted = 0;
+    for (Entry& e : entries) granted += detail::dependency::append(*e.var, e);
+    for (Entry& e : entries) e.var->lock.unlock();
+    adoption.registered(op);
+    adoption_lock.unlock();
+    ReadyList ready;
+    settle_registered(op, granted, count, ready);
   }
 
   // Whether a frontend that found every slot of `buffer` taken should wait
@@ -409,6 +494,13 @@ class ThreadedEngine final : public EngineCore {
       std::lock_guard lock(e.var->lock);
       if (failed && e.write) detail::dependency::propagate_failure(*e.var, e, op->error);
       detail::dependency::remove_completed(*e.var, e, ready);
+    }
+    if (op->runs_graph && op->adoption) [[unlikely]] {
+      // The stand-ins that held evicted variables for this replay.
+      for (const std::unique_ptr<Entry>& stand_in : op->adoption->completed(op)) {
+        std::lock_guard lock(stand_in->var->lock);
+        detail::dependency::remove_completed(*stand_in->var, *stand_in, ready);
+      }
     }
     ready.settle();
     if (failed) record_failure(*op);

@@ -27,6 +27,9 @@ struct alignas(64) VarState {
   // Error: set by a failed write, cleared by the blocking call that reports it.
   std::atomic<bool> failed{false};
   bool mixed_launch = false;  // launched active entries run on several devices
+  // A graph's replays hold this variable without queue entries
+  // (engine/var_adoption.h); changed under `lock` and the adoption's mutex.
+  bool adopted = false;
 
   int active = 0;         // granted, not completed
   int active_writes = 0;  // of those, writes

@@ -1,7 +1,8 @@
 // Randomized differential tests of graphs: random workloads captured into
 // graphs and replayed 1-100 times, interleaved with eager pushes on the same
-// variables from 1 or 4 threads, must give bit for bit what the naive engine
-// gives when it pushes the same ops eagerly (no graph at all), errors included.
+// variables from 1 or 4 threads and with waits on them, must give bit for bit
+// what the naive engine gives when it pushes the same ops eagerly (no graph
+// at all), errors included.
 
 #include <gtest/gtest.h>
 
@@ -43,8 +44,15 @@ struct GraphSpec {
   std::vector<RandomOp> ops;
 };
 
+// Waits in the middle of the program: on a shared variable or on one a
+// graph made for itself (which its replays may hold without entries).
+constexpr int kWaits = 40;
+constexpr int kWaitable = kShared + kGraphs * kInside;
+constexpr int kFirstWait = -1000;
+
 // What the program does, in order: an eager op (>= 0, an index into the
-// eager ops) or a replay of graph -1 - step.
+// eager ops), a replay of graph -1 - step, or (from kFirstWait down) a
+// wait_to_read of waitable variable kFirstWait - step.
 struct Script {
   std::vector<RandomOp> eager;
   std::vector<GraphSpec> graphs;
@@ -68,6 +76,10 @@ Script make_script(std::uint64_t seed, bool with_errors) {
     const auto at = static_cast<std::ptrdiff_t>(rng() % (s.steps.size() + 1));
     s.steps.insert(s.steps.begin() + at, -1 - static_cast<int>(rng() % kGraphs));
   }
+  for (int w = 0; w < kWaits; ++w) {
+    const auto at = static_cast<std::ptrdiff_t>(rng() % (s.steps.size() + 1));
+    s.steps.insert(s.steps.begin() + at, kFirstWait - static_cast<int>(rng() % kWaitable));
+  }
   return s;
 }
 
@@ -80,7 +92,17 @@ struct Outcome {
   std::vector<std::vector<OpRecord>> eager_records;
   std::vector<std::vector<std::vector<OpRecord>>> graph_records;  // per graph, per op: one per run
   std::vector<std::string> errors;  // per shared variable: what wait_to_read reported
+  std::vector<std::string> waits;   // per wait step, in order: what it reported
 };
+
+std::string wait_outcome(Engine& engine, Var v) {
+  try {
+    engine.wait_to_read(v);
+    return {};
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
 
 // The state a graph's op sees: shared variables, then the graph's own.
 struct GraphState {
@@ -164,15 +186,19 @@ Outcome run(const Script& s, EngineOptions options, int pushers, bool use_graphs
     }
   };
   std::vector<Graph> graphs;
+  // Every variable a wait step may name: the shared ones, then the graphs' own.
+  std::vector<Var> waitable = shared;
   for (int g = 0; g < kGraphs; ++g) {
     if (use_graphs) {
       graphs.push_back(engine.capture([&] {
         std::vector<Var> own;
         for (int i = 0; i < kInside; ++i) own.push_back(engine.new_var());
         push_graph_ops(g, own);
+        waitable.insert(waitable.end(), own.begin(), own.end());
       }));
     } else {
       for (int i = 0; i < kInside; ++i) reference_own[g].push_back(engine.new_var());
+      waitable.insert(waitable.end(), reference_own[g].begin(), reference_own[g].end());
     }
   }
 
@@ -184,7 +210,9 @@ Outcome run(const Script& s, EngineOptions options, int pushers, bool use_graphs
       const std::size_t i = next++;
       if (i >= s.steps.size()) return;
       const int step = s.steps[i];
-      if (step >= 0) {
+      if (step <= kFirstWait) {
+        out.waits.push_back(wait_outcome(engine, waitable[kFirstWait - step]));
+      } else if (step >= 0) {
         const RandomOp& op = s.eager[step];
         std::vector<Var> reads;
         for (int r : op.reads) reads.push_back(shared[r]);
@@ -247,6 +275,7 @@ TEST_P(GraphDifferential, ReplaysMatchTheNaiveEngineBitForBit) {
       ASSERT_EQ(actual.shared_values, expected.shared_values) << where;
       ASSERT_EQ(actual.inside_values, expected.inside_values) << where;
       ASSERT_EQ(actual.errors, expected.errors) << where;
+      ASSERT_EQ(actual.waits, expected.waits) << where;
       for (int i = 0; i < kEagerOps; ++i) ASSERT_EQ(actual.eager_records[i], expected.eager_records[i]) << where;
       for (int g = 0; g < kGraphs; ++g) {
         for (std::size_t j = 0; j < expected.graph_records[g].size(); ++j) {

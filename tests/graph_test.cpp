@@ -575,5 +575,112 @@ TEST_P(GraphRules, BlockingCallsInsideAReplayedOpThrow) {
   EXPECT_TRUE(threw);
 }
 
+
+// A variable only the graph touches is held by its replays without queue
+// entries (engine/var_adoption.h). Whatever else touches it afterwards must
+// still be ordered after the replays pushed before it and before those
+// pushed after it, whether they are in flight or done.
+TEST_P(GraphRules, AnOpOnAVariableOnlyTheGraphTouchedWaitsForTheReplaysInFlight) {
+  Engine engine(options());
+  std::mutex m;
+  std::vector<std::string> log;
+  auto note = [&](std::string what) {
+    std::lock_guard lock(m);
+    log.push_back(std::move(what));
+  };
+  Var gate = engine.new_var("gate"), v = engine.new_var("v");
+  std::atomic<bool> go{GetParam() == EngineKind::Naive};
+  Graph g = engine.capture([&] { engine.push([&](RunContext&) { note("replay"); }, {}, {v}); });
+  engine.replay(g);  // alone: v is the graph's from now on
+  engine.wait_all();
+  engine.push([&](RunContext&) { while (!go.load()) std::this_thread::yield(); }, {}, {gate});
+  Graph held = engine.capture([&] { engine.push([&](RunContext&) { note("held replay"); }, {gate}, {v}); });
+  engine.replay(held);  // v is another graph's: held takes it over once it can
+  engine.replay(g);
+  engine.push([&](RunContext&) { note("eager read"); }, {v}, {});
+  engine.replay(g);
+  engine.push([&](RunContext&) { note("eager write"); }, {}, {v});
+  go = true;
+  engine.wait_to_read(v);
+  EXPECT_EQ(log, (std::vector<std::string>{"replay", "held replay", "replay", "eager read", "replay", "eager write"}));
+}
+
+TEST_P(GraphRules, AWaitOnAVariableOnlyTheGraphTouchesWaitsForItsReplays) {
+  Engine engine(options());
+  std::atomic<int> runs{0};
+  Var v = engine.new_var("v");
+  Graph g = engine.capture([&] {
+    engine.push([&](RunContext&) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      ++runs;
+    }, {}, {v});
+  });
+  for (int round = 1; round <= 5; ++round) {
+    for (int i = 0; i < 4; ++i) engine.replay(g);
+    engine.wait_to_read(v);
+    EXPECT_EQ(runs.load(), 4 * round);
+  }
+}
+
+TEST_P(GraphRules, DeletingAVariableOnlyTheGraphTouchesWaitsForItsReplays) {
+  Engine engine(options());
+  std::atomic<int> runs{0};
+  std::atomic<int> runs_at_release{-1};
+  Var v = engine.new_var("v");
+  Graph g = engine.capture([&] {
+    engine.push([&](RunContext&) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      ++runs;
+    }, {}, {v});
+  });
+  for (int i = 0; i < 5; ++i) engine.replay(g);
+  engine.delete_var(v, [&] { runs_at_release = runs.load(); });
+  engine.wait_all();
+  EXPECT_EQ(runs_at_release.load(), 5);
+  EXPECT_THROW(engine.replay(g), std::invalid_argument);
+}
+
+TEST_P(GraphRules, AFailureOnAVariableOnlyTheGraphTouchesReachesItsReaders) {
+  Engine engine(options());
+  Var v = engine.new_var("v"), out = engine.new_var("out");
+  bool fail = false;
+  int reads = 0;
+  Graph writer = engine.capture([&] {
+    engine.push([&](RunContext&) { if (fail) throw std::runtime_error("write failed"); }, {}, {v});
+  });
+  Graph reader = engine.capture([&] { engine.push([&](RunContext&) { ++reads; }, {v}, {out}); });
+  for (int i = 0; i < 3; ++i) engine.replay(writer);
+  engine.wait_all();
+  fail = true;
+  engine.replay(writer);
+  engine.replay(writer);  // the second failure replaces the first, unreported one
+  engine.replay(reader);  // skipped: its input failed
+  EXPECT_THROW(engine.wait_to_read(out), std::runtime_error);
+  EXPECT_THROW(engine.wait_to_read(v), std::runtime_error);
+  EXPECT_EQ(reads, 0);
+  engine.wait_to_read(v);  // reported: cleared
+  fail = false;
+  engine.replay(writer);
+  engine.replay(reader);
+  engine.wait_to_read(out);
+  EXPECT_EQ(reads, 1);
+  EXPECT_NO_THROW(engine.wait_all());
+}
+
+TEST_P(GraphRules, VariablesAGraphHeldGoBackToEagerOpsWhenItIsDestroyed) {
+  Engine engine(options());
+  Var v = engine.new_var("v");
+  int value = 0;
+  {
+    Graph g = engine.capture([&] { engine.push([&](RunContext&) { value = value * 2 + 1; }, {}, {v}); });
+    for (int i = 0; i < 3; ++i) engine.replay(g);
+  }  // destroyed with replays possibly in flight
+  for (int i = 0; i < 3; ++i) engine.push([&](RunContext&) { value += 10; }, {}, {v});
+  engine.wait_to_read(v);
+  EXPECT_EQ(value, 37);
+  engine.delete_var(v);
+  engine.wait_all();
+}
+
 }  // namespace
 }  // namespace depengine
