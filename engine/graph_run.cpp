@@ -1,6 +1,7 @@
 #include "engine/graph_run.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "engine/engine_core.h"
 #include "engine/graph_data.h"
@@ -69,6 +70,7 @@ void GraphRun::prepare(const OpBlock& replay_op) {
   if (graph_.adoption) any = take_adopted_errors() || any;
   any_error_.store(any, std::memory_order_relaxed);
   remaining_.store(static_cast<std::int64_t>(n), std::memory_order_relaxed);
+  work_ns_.store(0, std::memory_order_relaxed);
   epoch_.fetch_add(1, std::memory_order_release);
 }
 
@@ -95,9 +97,16 @@ bool GraphRun::take_adopted_errors() {
 }
 
 void GraphRun::drain(Stack& stack, const std::shared_ptr<GraphData>* graph) {
+  const auto began = std::chrono::steady_clock::now();
   std::int64_t completed = 0;
   for (;;) {
     if (stack.empty() && !take_shared(stack)) break;
+    // Before running one: a node may take long, and those ready beside it
+    // should not wait for it.
+    if (graph != nullptr && stack.size() > 1 && helpers_.load(std::memory_order_relaxed) < max_helpers_ &&
+        shared_size_.load(std::memory_order_relaxed) == 0 && worth_a_helper(stack.size())) {
+      offload(stack, *graph);
+    }
     const std::uint32_t index = stack.back();
     stack.pop_back();
     run_node(index, kCpuContext);
@@ -108,14 +117,22 @@ void GraphRun::drain(Stack& stack, const std::shared_ptr<GraphData>* graph) {
         stack.push_back(s);
       }
     }
-    if (graph != nullptr && stack.size() > 1 && helpers_.load(std::memory_order_relaxed) < max_helpers_ &&
-        shared_size_.load(std::memory_order_relaxed) == 0) {
-      offload(stack, *graph);
-    }
+  }
+  if (completed != 0) {
+    const auto spent = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - began);
+    work_ns_.fetch_add(spent.count(), std::memory_order_relaxed);
   }
   // Counted once per drain, not per node: the drain that completes the last
   // nodes finishes the run (a drain that ran nothing never does).
   if (completed != 0 && remaining_.fetch_sub(completed, std::memory_order_acq_rel) == completed) finish();
+}
+
+// Half of `ready` nodes is worth a helper when, at the last run's cost per
+// node, it takes longer than a helper costs to start: a push, and a worker
+// that may have to wake up. Until a run has been measured, it is.
+bool GraphRun::worth_a_helper(std::size_t ready) const {
+  const std::int64_t per_node = node_ns_.load(std::memory_order_relaxed);
+  return per_node < 0 || static_cast<std::int64_t>(ready / 2) * per_node >= kHelperCostNs;
 }
 
 bool GraphRun::take_shared(Stack& stack) {
@@ -189,6 +206,8 @@ void GraphRun::fail_node(std::uint32_t index, std::exception_ptr error) {
 }
 
 void GraphRun::finish() {
+  const auto nodes = static_cast<std::int64_t>(graph_.nodes.size());
+  node_ns_.store(work_ns_.load(std::memory_order_relaxed) / nodes, std::memory_order_relaxed);
   file_errors();
   Completion done = std::move(done_);
   done();

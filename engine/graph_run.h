@@ -65,6 +65,7 @@ class GraphRun {
   void run_node(std::uint32_t index, const RunContext& base);
   void fail_node(std::uint32_t index, std::exception_ptr error);
   bool take_adopted_errors();
+  bool worth_a_helper(std::size_t ready) const;
   bool take_shared(Stack& stack);
   void offload(Stack& stack, const std::shared_ptr<GraphData>& graph);
   void finish();
@@ -89,6 +90,11 @@ class GraphRun {
   // ended has nothing to do.
   std::atomic<std::uint64_t> epoch_{0};
   std::atomic<int> helpers_{0};
+  // Time the drains of the run spent, and what the last run's came to per
+  // node (-1: none measured yet), for worth_a_helper.
+  std::atomic<std::int64_t> work_ns_{0};
+  std::atomic<std::int64_t> node_ns_{-1};
+  static constexpr std::int64_t kHelperCostNs = 20'000;
   std::mutex shared_mutex_;
   Stack shared_;  // ready nodes left for helpers
   std::atomic<std::size_t> shared_size_{0};

@@ -682,5 +682,35 @@ TEST_P(GraphRules, VariablesAGraphHeldGoBackToEagerOpsWhenItIsDestroyed) {
   engine.wait_all();
 }
 
+
+// Ready nodes go to a helper when they take long enough to be worth one
+// (GraphRun::worth_a_helper): two nodes that each wait for the other to
+// start finish only if they run at once, replay after replay.
+TEST_P(GraphRules, SlowReadyNodesOfAReplayShareTheWorkers) {
+  if (GetParam() == EngineKind::Naive) GTEST_SKIP() << "the naive engine runs a replay's ops one by one, inline";
+  Engine engine(options());
+  Var a = engine.new_var("a"), b = engine.new_var("b");
+  std::atomic<int> started{0};
+  std::atomic<int> met{0};
+  auto meet = [&](RunContext&) {
+    const int round = started.fetch_add(1) / 2;
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    // Sleeps long enough that a node measures well above a helper's cost.
+    while (started.load() < 2 * (round + 1) && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    if (started.load() >= 2 * (round + 1)) ++met;
+  };
+  Graph g = engine.capture([&] {
+    engine.push(meet, {}, {a});
+    engine.push(meet, {}, {b});
+  });
+  for (int i = 0; i < 4; ++i) {
+    engine.replay(g);
+    engine.wait_all();
+  }
+  EXPECT_EQ(met.load(), 8);
+}
+
 }  // namespace
 }  // namespace depengine
