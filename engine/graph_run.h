@@ -7,8 +7,9 @@
 // pushes would have.
 //
 // Nodes run on the thread that runs the replay op, continuing inline with
-// the successors they make ready; when more than one is ready and workers are
-// free, a helper operation (pushed on the engine, no variables) shares them.
+// the successors they make ready; when more than one is ready, workers are
+// free and the nodes take long enough (worth_a_helper), a helper operation
+// (pushed on the engine, no variables) shares them.
 // Errors follow the engine's rules per node: a node that throws marks what
 // it writes as failed, and a node whose inputs failed is skipped and passes
 // the error on; the variables' errors start from those the replay op was
