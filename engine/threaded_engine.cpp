@@ -231,16 +231,7 @@ class ThreadedEngine final : public EngineCore {
   void register_now(OpBlock* op, PushBuffer* own) {
     counter_.add_pushed();
     if (op->adoption) return register_replay(op, own);
-    if (own && own->maybe_holds_ops()) flush(*own);
-    PushBuffer* flushed = nullptr;  // neighbouring variables claimed by one buffer flush it once
-    for (Entry& e : op->entries) {
-      // Sequentially consistent, for a delete_var's registration: see stale_entry.
-      PushBuffer* holder = e.var->claim.load(std::memory_order_seq_cst);
-      if (holder != nullptr && holder != own && holder != flushed) {
-        flush(*holder);
-        flushed = holder;
-      }
-    }
+    flush_earlier_pushes(own, op->entries, [](const Entry& e) { return e.var; });
     const int entries = static_cast<int>(op->entries.size());
     op->pending.store(entries + 1, std::memory_order_relaxed);
     ReadyList ready;
@@ -254,6 +245,23 @@ class ThreadedEngine final : public EngineCore {
     for (Entry& e : op->entries) granted += detail::dependency::append(*e.var, e);
     for (Entry& e : op->entries) e.var->lock.unlock();
     settle_registered(op, granted, entries, ready);
+  }
+
+  // Registers what must come before an op on these variables: this
+  // thread's own batch (`own`, program order) and the batches of the
+  // buffers holding the variables' claims.
+  template <typename Items, typename VarOf>
+  void flush_earlier_pushes(PushBuffer* own, const Items& items, VarOf var_of) {
+    if (own && own->maybe_holds_ops()) flush(*own);
+    PushBuffer* flushed = nullptr;  // neighbouring variables claimed by one buffer flush it once
+    for (const auto& item : items) {
+      // Sequentially consistent, for a delete_var's registration: see stale_entry.
+      PushBuffer* holder = var_of(item)->claim.load(std::memory_order_seq_cst);
+      if (holder != nullptr && holder != own && holder != flushed) {
+        flush(*holder);
+        flushed = holder;
+      }
+    }
   }
 
   // Grants made at registration are settled in one step, or in none when
@@ -285,17 +293,8 @@ class ThreadedEngine final : public EngineCore {
   void register_replay(OpBlock* op, PushBuffer* own) {
     detail::VarAdoption& adoption = *op->adoption;
     const std::vector<detail::ReplayEntry>& all = adoption.entries();
-    // What this thread, or a buffer holding a variable's claim, pushed
-    // before registers before, on adopted variables too.
-    if (own && own->maybe_holds_ops()) flush(*own);
-    PushBuffer* flushed = nullptr;
-    for (const detail::ReplayEntry& r : all) {
-      PushBuffer* holder = r.state->claim.load(std::memory_order_seq_cst);
-      if (holder != nullptr && holder != own && holder != flushed) {
-        flush(*holder);
-        flushed = holder;
-      }
-    }
+    // On adopted variables too.
+    flush_earlier_pushes(own, all, [](const detail::ReplayEntry& r) { return r.state; });
     std::unique_lock adoption_lock(adoption.mutex());
     std::vector<Entry>& entries = op->entries;
     for (;;) {

@@ -605,16 +605,22 @@ TEST_P(GraphRules, AnOpOnAVariableOnlyTheGraphTouchedWaitsForTheReplaysInFlight)
   EXPECT_EQ(log, (std::vector<std::string>{"replay", "held replay", "replay", "eager read", "replay", "eager write"}));
 }
 
+// A graph of one op that writes `v` slowly, so that its replays are still
+// in flight when the test registers on `v`, and counts its runs.
+Graph capture_slow_writer(Engine& engine, Var v, std::atomic<int>& runs) {
+  return engine.capture([&engine, v, &runs] {
+    engine.push([&runs](RunContext&) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      ++runs;
+    }, {}, {v});
+  });
+}
+
 TEST_P(GraphRules, AWaitOnAVariableOnlyTheGraphTouchesWaitsForItsReplays) {
   Engine engine(options());
   std::atomic<int> runs{0};
   Var v = engine.new_var("v");
-  Graph g = engine.capture([&] {
-    engine.push([&](RunContext&) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-      ++runs;
-    }, {}, {v});
-  });
+  Graph g = capture_slow_writer(engine, v, runs);
   for (int round = 1; round <= 5; ++round) {
     for (int i = 0; i < 4; ++i) engine.replay(g);
     engine.wait_to_read(v);
@@ -627,12 +633,7 @@ TEST_P(GraphRules, DeletingAVariableOnlyTheGraphTouchesWaitsForItsReplays) {
   std::atomic<int> runs{0};
   std::atomic<int> runs_at_release{-1};
   Var v = engine.new_var("v");
-  Graph g = engine.capture([&] {
-    engine.push([&](RunContext&) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      ++runs;
-    }, {}, {v});
-  });
+  Graph g = capture_slow_writer(engine, v, runs);
   for (int i = 0; i < 5; ++i) engine.replay(g);
   engine.delete_var(v, [&] { runs_at_release = runs.load(); });
   engine.wait_all();
@@ -681,7 +682,6 @@ TEST_P(GraphRules, VariablesAGraphHeldGoBackToEagerOpsWhenItIsDestroyed) {
   engine.delete_var(v);
   engine.wait_all();
 }
-
 
 // Ready nodes go to a helper when they take long enough to be worth one
 // (GraphRun::worth_a_helper): two nodes that each wait for the other to
