@@ -426,6 +426,11 @@ void EngineCore::run_stream_graph_node(OpBlock* op, std::uint32_t node, const Ru
   op->stream_graph->run.run_on_stream(node, ctx);
 }
 
+std::exception_ptr EngineCore::invoke_stream_graph_node(OpBlock* op, std::uint32_t node, const RunContext& ctx) {
+  OperationScope scope(this);
+  return op->stream_graph->run.invoke_node(node, ctx);
+}
+
 void EngineCore::end_stream_graph(OpBlock* op, const RunContext& ctx) {
   op->stream_graph->run.end_on_streams();
   if (detail::OpObserver* obs = observer()) [[unlikely]] obs->on_end(*op, ctx);

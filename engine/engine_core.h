@@ -90,6 +90,7 @@ class EngineCore {
   /// what invoke does around the function, around the nodes.
   void begin_stream_graph(detail::OpBlock* op, const RunContext& ctx);
   void run_stream_graph_node(detail::OpBlock* op, std::uint32_t node, const RunContext& ctx);
+  std::exception_ptr invoke_stream_graph_node(detail::OpBlock* op, std::uint32_t node, const RunContext& ctx);
   void end_stream_graph(detail::OpBlock* op, const RunContext& ctx);
   /// Completes an async op if `ticket` is still current; a stale ticket
   /// throws std::logic_error, or is ignored when `quiet`.

@@ -165,9 +165,7 @@ void GraphRecorder::compute_replay_lists() {
 std::shared_ptr<GraphData> GraphRecorder::finish() {
   t_active = nullptr;
   GraphData& g = *graph_;
-  // Not on CUDA: there a replay op's function enqueues its kernels as soon
-  // as it is launched, before its inputs' failures can be known.
-  if (!g.runs_as_dag && !g.nodes.empty() && g.nodes.front().device.kind != DeviceKind::cuda) {
+  if (!g.runs_as_dag && !g.nodes.empty()) {
     const Device device = g.nodes.front().device;
     g.runs_on_one_device = std::all_of(g.nodes.begin(), g.nodes.end(), [&](const GraphNode& n) {
       return n.kind == OpKind::Sync && n.device == device;

@@ -78,6 +78,8 @@ struct GraphData {
   /// A graph that runs as a DAG holds the variables only it touches without
   /// entries (after replay_entries: it lets go of them first).
   std::unique_ptr<VarAdoption> adoption;
+  /// The one-device replay's device's own (StreamGraph::device_state).
+  std::shared_ptr<void> device_state;
   GraphRun run;
 
   GraphData() : run(*this) {}

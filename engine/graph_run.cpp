@@ -186,6 +186,11 @@ void GraphRun::run_node(std::uint32_t index, const RunContext& base) {
       }
     }
   }
+  if (std::exception_ptr error = invoke_node(index, base)) fail_node(index, std::move(error));
+}
+
+std::exception_ptr GraphRun::invoke_node(std::uint32_t index, const RunContext& base) {
+  GraphNode& node = graph_.nodes[index];
   RunContext ctx{.device = base.device,
                  .stream = base.stream,
                  .stream_index = base.stream_index,
@@ -194,8 +199,9 @@ void GraphRun::run_node(std::uint32_t index, const RunContext& base) {
   try {
     node.fn(ctx);
   } catch (...) {
-    fail_node(index, std::current_exception());
+    return std::current_exception();
   }
+  return nullptr;
 }
 
 void GraphRun::fail_node(std::uint32_t index, std::exception_ptr error) {

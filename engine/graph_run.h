@@ -18,7 +18,8 @@
 // Of plain ops on one stream device: run_in_order runs the nodes in push
 // order on the replay op's stream; a device that spreads them over its
 // streams (StreamGraph) calls begin_on_streams, run_on_stream per node after
-// its predecessors, then end_on_streams. The same per-node errors either way.
+// its predecessors, then end_on_streams. The same per-node errors either way;
+// a device that records the nodes' work (CUDA graphs) calls invoke_node.
 //
 // One run per graph at a time: the replays of a graph serialise on its
 // sequence variable (GraphData::sequence_var).
@@ -56,6 +57,10 @@ class GraphRun {
   /// nodes that touch one variable are ordered by the graph's edges.
   void run_on_stream(std::uint32_t index, const RunContext& ctx) { run_node(index, ctx); }
   void end_on_streams() { file_errors(); }
+  /// Whether an input or a node of the run in progress failed.
+  bool failed() const { return any_error_.load(std::memory_order_acquire); }
+  /// The node's function alone: no skipping, no error recorded.
+  std::exception_ptr invoke_node(std::uint32_t index, const RunContext& base);
 
  private:
   using Stack = std::vector<std::uint32_t>;

@@ -145,6 +145,12 @@ void StreamGraph::run(std::uint32_t node, const RunContext& ctx) const {
   op_->engine->run_stream_graph_node(op_, node, ctx);
 }
 void StreamGraph::end(const RunContext& ctx) const { op_->engine->end_stream_graph(op_, ctx); }
+bool StreamGraph::failed() const { return op_->stream_graph->run.failed(); }
+std::exception_ptr StreamGraph::invoke(std::uint32_t node, const RunContext& ctx) const {
+  if (node >= size()) throw std::out_of_range("depengine: StreamGraph::invoke of node " + std::to_string(node));
+  return op_->engine->invoke_stream_graph_node(op_, node, ctx);
+}
+std::shared_ptr<void>& StreamGraph::device_state() const { return op_->stream_graph->device_state; }
 
 void ReadyOp::run_and_complete(RunContext& ctx) const {
   const bool async = is_async();

@@ -7,6 +7,6 @@ depengine_add_test(device_emulated_tests
   device_placement_test.cpp
 )
 if(DEPENGINE_CUDA_ENABLED)
-  depengine_add_test(device_cuda_tests device_cuda_test.cpp)
+  depengine_add_test(device_cuda_tests device_cuda_test.cpp device_cuda_graph_test.cpp)
   target_link_libraries(device_cuda_tests PRIVATE depengine_cuda_sample_kernels CUDA::cudart)
 endif()

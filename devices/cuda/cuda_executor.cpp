@@ -17,6 +17,7 @@ CudaExecutor::Stream::~Stream() {
 
 CudaExecutor::CudaExecutor(int device, const CudaConfig& config)
     : device_(device),
+      graphs_(config.graphs),
       selector_(StreamLayout{.compute = config.compute_streams, .high_priority = config.priority_streams}),
       events_(RecyclingPool<CUevent_st>::make(
           [device] {
@@ -42,9 +43,13 @@ CudaExecutor::CudaExecutor(int device, const CudaConfig& config)
     stream->watcher = std::make_unique<CompletionWatcher>(device);
     streams_.push_back(std::move(stream));
   }
+  check_cuda(cudaStreamCreateWithFlags(&capture_.handle, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
 }
 
-CudaExecutor::~CudaExecutor() { shutdown(); }
+CudaExecutor::~CudaExecutor() {
+  shutdown();
+  if (capture_.handle) cudaStreamDestroy(capture_.handle);
+}
 
 void CudaExecutor::shutdown() {
   for (auto& stream : streams_) stream->watcher->stop();
@@ -78,10 +83,18 @@ void CudaExecutor::launch(void* self_ptr, ReadyOp op) noexcept {
         check_cuda(cudaStreamWaitEvent(stream.handle, static_cast<LazyEvent*>(fence.event.get())->get(), 0),
                    "cudaStreamWaitEvent for " + describe_op(op.name(), self->device_));
       }
+      const StreamGraph graph = op.stream_graph();
       // A predecessor that failed before this launch: skip the function but
       // still join the event, so the completion follows the predecessors.
-      if (!op.fences().empty()) error = op.input_error();
-      if (!error || op.is_async()) {
+      // (A replay skips node by node.)
+      if (!op.fences().empty() && !graph) error = op.input_error();
+      if (graph) {
+        cudaGetLastError();
+        const RunContext ctx{.device = op.device(), .stream = stream.handle, .stream_index = index,
+                             .property = op.property(), .name = op.name()};
+        invoked = true;
+        error = self->replay_graph(graph, ctx);
+      } else if (!error || op.is_async()) {
         // Drop a stale error of this thread's earlier CUDA calls, so that
         // the check below reports this operation's own launch failures.
         cudaGetLastError();
@@ -122,6 +135,27 @@ void CudaExecutor::launch(void* self_ptr, ReadyOp op) noexcept {
   }
   if (!error) op.launched(Fence{op.device(), index, done});
   stream.watcher->watch(op, std::move(done), std::move(error));
+}
+
+std::exception_ptr CudaExecutor::replay_graph(const StreamGraph& graph, const RunContext& ctx) {
+  std::exception_ptr error;
+  graph.begin(ctx);
+  try {
+    if (!graphs_ || graph.failed()) {
+      for (std::uint32_t node = 0; node < graph.size(); ++node) graph.run(node, ctx);
+    } else {
+      std::shared_ptr<void>& state = graph.device_state();
+      if (!state) state = std::make_shared<CudaGraphReplay>();
+      static_cast<CudaGraphReplay*>(state.get())->replay(graph, ctx, capture_);
+    }
+    if (const cudaError_t code = cudaGetLastError(); code != cudaSuccess) {
+      error = cuda_error(code, "launch failed in " + describe_op(ctx.name, device_));
+    }
+  } catch (...) {
+    error = std::current_exception();
+  }
+  graph.end(ctx);
+  return error;
 }
 
 DeviceFactory cuda_device_factory() {

@@ -9,6 +9,9 @@
 // fence. The engine may then launch successors at once; the stream's
 // CompletionWatcher records that event when it gets to it, and reports the
 // completion when the event has completed.
+//
+// A graph replay whose ops all sit on this GPU (ReadyOp::stream_graph) is
+// launched the same way, on one stream, as CUDA graphs (CudaGraphReplay).
 
 #include <cuda_runtime_api.h>
 
@@ -19,6 +22,7 @@
 #include "depengine/executor.h"
 #include "devices/cuda/completion_watcher.h"
 #include "devices/cuda/cuda_config.h"
+#include "devices/cuda/cuda_graph_replay.h"
 #include "devices/cuda/lazy_event.h"
 #include "devices/streams/recycling_pool.h"
 #include "devices/streams/stream_selector.h"
@@ -47,11 +51,15 @@ class CudaExecutor final : public Executor {
   };
 
   static void launch(void* self, ReadyOp op) noexcept;
+  /// The nodes' failures stay with the graph; returns a failure of the launch.
+  std::exception_ptr replay_graph(const StreamGraph& graph, const RunContext& ctx);
 
   const int device_;
+  const bool graphs_;
   StreamSelector selector_;
   std::shared_ptr<RecyclingPool<CUevent_st>> events_;
   std::vector<std::unique_ptr<Stream>> streams_;
+  CaptureStream capture_;
 };
 
 }  // namespace depengine::detail

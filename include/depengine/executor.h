@@ -114,6 +114,11 @@ class ReadyOp {
 /// A node whose inputs failed is skipped by `run` and passes the failure on;
 /// the nodes' failures reach the variables at `end`, so the op itself
 /// completes without an error.
+///
+/// A device that records the nodes' work once and launches the record at
+/// later replays (CUDA graphs) calls `invoke` to record a node, keeps the
+/// record in `device_state`, and runs the nodes through `run` instead
+/// whenever `failed` says that a replay's inputs failed.
 class StreamGraph {
  public:
   StreamGraph() = default;
@@ -127,6 +132,15 @@ class StreamGraph {
   void begin(const RunContext& ctx) const;
   void run(std::uint32_t node, const RunContext& ctx) const;
   void end(const RunContext& ctx) const;
+  /// After `begin`: whether an input of this replay failed, or a node run
+  /// so far failed.
+  bool failed() const;
+  /// Runs the node's function with `ctx` whatever its inputs' state and
+  /// records nothing; returns what it threw.
+  std::exception_ptr invoke(std::uint32_t node, const RunContext& ctx) const;
+  /// What the device keeps with the graph between replays: empty at first,
+  /// released with the graph. The replays of one graph never overlap.
+  std::shared_ptr<void>& device_state() const;
 
   explicit StreamGraph(detail::OpBlock* op) : op_(op) {}
 
