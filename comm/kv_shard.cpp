@@ -87,8 +87,7 @@ KvShard::KvShard(Engine& engine, KvReplies& replies, int workers, bool sync, KVU
       workers_(workers),
       sync_(sync),
       update_(std::move(update)),
-      inline_merge_bytes_(inline_merge_bytes),
-      pool_(std::make_shared<KvBufferPool>(engine, kInlineDevice)) {
+      inline_merge_bytes_(inline_merge_bytes) {
   engine_.add_device(kInlineDevice, std::make_unique<InlineExecutor>());
 }
 
@@ -97,7 +96,7 @@ Device KvShard::merge_device(std::size_t bytes) const {
 }
 
 Tensor KvShard::payload_buffer(const kv_wire::Header& h) const {
-  return pool_->take(h.count, static_cast<DType>(h.dtype));
+  return Tensor::empty(engine_, {static_cast<std::int64_t>(h.count)}, static_cast<DType>(h.dtype));
 }
 
 void KvShard::set_update(KVUpdate update) {
@@ -146,7 +145,6 @@ void KvShard::on_init(int source, int key, Entry& e, const kv_wire::Header& h, T
   if (payload.defined() && e.error.empty()) {
     e.stored = std::move(payload);
     e.state = Tensor();
-    e.stored_by_updater = false;
   }
   e.inits.push_back({source, h.request, 0});
   if (static_cast<int>(e.inits.size()) < workers_) return;
@@ -263,22 +261,14 @@ void KvShard::merge_push(int key, Entry& e, const kv_wire::Header& h, Addend val
   }
 }
 
-// The buffers the shard lets go of go back to its pool: a replaced stored
-// value, and the merged sum once the built-in SGD read it. A user's updater
-// might keep either (or store a tensor of its own), so what it saw is freed
-// as before instead.
 void KvShard::apply(int key, Entry& e, const Tensor& merged, bool forced_replace) {
   const KVUpdate update = current_update();
   if (forced_replace || update.replaces()) {
-    Tensor replaced = std::exchange(e.stored, merged);
-    if (!e.stored_by_updater) pool_->recycle(std::move(replaced));
-    e.stored_by_updater = false;
+    e.stored = merged;
     return;
   }
   try {
-    e.stored_by_updater = e.stored_by_updater || static_cast<bool>(update.updater);
     update.apply(key, merged, e.stored, e.state);
-    if (!update.updater) pool_->recycle(merged);
   } catch (const std::exception& error) {
     fail_entry(e, std::string("the updater of key ") + std::to_string(key) + " failed on its server: " + error.what());
   }

@@ -19,7 +19,6 @@
 #include <utility>
 #include <vector>
 
-#include "comm/kv_buffer_pool.h"
 #include "comm/kv_update.h"
 #include "comm/kv_wire.h"
 #include "depengine/completion.h"
@@ -55,7 +54,8 @@ class KvShard {
   KvShard(Engine& engine, KvReplies& replies, int workers, bool sync, KVUpdate update,
           std::size_t inline_merge_bytes);
 
-  /// Where the payload announced by `header` is received.
+  /// Where the payload announced by `header` is received (a fresh buffer:
+  /// the CPU buffer cache hands back one freed before, pages and all).
   Tensor payload_buffer(const kv_wire::Header& header) const;
   /// A message from worker process `source`, with its payload if it has one.
   void on_message(int source, const kv_wire::Header& header, Tensor payload);
@@ -133,7 +133,6 @@ class KvShard {
     std::int64_t count = 0;
     std::string error;  // set once, for good: every later request of the part fails with it
     Tensor stored, state;
-    bool stored_by_updater = false;  // a user's updater may have put a tensor of its own in `stored`
     std::uint64_t version = 0;  // rounds applied
     std::uint64_t wrote_out_version = 0;  // the version whose value the last merge wrote to its own output
     std::uint64_t own_rounds = 0;  // rounds the own process pushed (they come in order)
@@ -165,7 +164,6 @@ class KvShard {
   std::mutex update_mutex_;
   KVUpdate update_;
   const std::size_t inline_merge_bytes_;
-  const std::shared_ptr<KvBufferPool> pool_;
   std::map<std::pair<int, std::uint32_t>, Entry> entries_;
   int finished_ = 0;
   std::atomic<int> replies_pending_{0};
