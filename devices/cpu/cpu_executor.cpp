@@ -30,7 +30,8 @@ CpuExecutor::CpuExecutor(EngineCore& engine, int threads)
                              oneapi::tbb::global_control::max_allowed_parallelism, threads + 1)
                        : nullptr),
       arena_(threads, /*reserved_for_masters=*/0),
-      queue_(static_cast<std::size_t>(threads)) {}
+      queue_(static_cast<std::size_t>(threads)),
+      placement_(threads) {}
 
 CpuExecutor::~CpuExecutor() { shutdown(); }
 
@@ -69,6 +70,7 @@ void CpuExecutor::start_worker_if_needed(std::size_t backlog) {
 }
 
 void CpuExecutor::worker_loop() {
+  const int placed = placement_.arrive();
   const WorkerScope scope(this);  // its end touches only this thread's state
   // Ops taken from the queue in one go: one consumer hand-off for several
   // small ops.
@@ -111,6 +113,7 @@ void CpuExecutor::worker_loop() {
     if (more) start_worker_if_needed(1);
     run_batch(batch, count);
   }
+  placement_.leave(placed);
   running_tasks_.fetch_sub(1, std::memory_order_release);  // last touch of *this
 }
 

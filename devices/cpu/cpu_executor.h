@@ -7,7 +7,8 @@
 // for a short bounded spin, then returns its thread to oneTBB, which parks
 // it. An idle engine therefore uses no CPU. After completing an operation, a
 // worker runs the first CPU successor it made ready itself (inline
-// continuation) instead of queueing it.
+// continuation) instead of queueing it. Workers active at once keep to
+// different CPUs (WorkerPlacement).
 
 #include <atomic>
 #include <memory>
@@ -17,6 +18,7 @@
 
 #include "depengine/executor.h"
 #include "devices/cpu/ready_queue.h"
+#include "devices/cpu/worker_placement.h"
 #include "engine/cpu_workers.h"
 #include "sync/tuning.h"
 #if DEPENGINE_TSAN
@@ -56,6 +58,7 @@ class CpuExecutor final : public CpuWorkers {
   oneapi::tbb::task_arena arena_;
 #endif
   ReadyQueue queue_;
+  WorkerPlacement placement_;
   // A worker that runs out of work writes spinning_, often when it keeps
   // pace with the frontend: apart from active_ (CpuWorkers), a submit with
   // one thread (which never reads spinning_) does not miss on it.

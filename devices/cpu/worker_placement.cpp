@@ -1,0 +1,97 @@
+#include "devices/cpu/worker_placement.h"
+
+#include <algorithm>
+
+#if defined(__linux__)
+#include <sched.h>
+#endif
+
+namespace depengine::detail {
+namespace {
+
+int current_cpu() {
+#if defined(__linux__)
+  return sched_getcpu();
+#else
+  return -1;
+#endif
+}
+
+}  // namespace
+
+std::vector<int> WorkerPlacement::allowed_cpus() {
+  std::vector<int> cpus;
+#if defined(__linux__)
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  }
+#endif
+  return cpus;
+}
+
+WorkerPlacement::WorkerPlacement(int workers)
+    : slots_(std::max(workers, 1)), cpu_of_(std::make_unique<std::atomic<int>[]>(static_cast<std::size_t>(slots_))) {
+  for (int i = 0; i < slots_; ++i) cpu_of_[i].store(-1, std::memory_order_relaxed);
+}
+
+int WorkerPlacement::target_cpu(int current, const std::vector<int>& others, const std::vector<int>& allowed) {
+  if (current < 0 || std::find(others.begin(), others.end(), current) == others.end()) return -1;
+  for (const int cpu : allowed) {
+    if (std::find(others.begin(), others.end(), cpu) == others.end()) return cpu;
+  }
+  return -1;
+}
+
+bool WorkerPlacement::move_to(int cpu) {
+#if defined(__linux__)
+  cpu_set_t before, one;
+  if (cpu < 0 || cpu >= CPU_SETSIZE || sched_getaffinity(0, sizeof(before), &before) != 0) return false;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  if (sched_setaffinity(0, sizeof(one), &one) != 0) return false;
+  const bool moved = sched_getcpu() == cpu;
+  sched_setaffinity(0, sizeof(before), &before);
+  return moved;
+#else
+  (void)cpu;
+  return false;
+#endif
+}
+
+int WorkerPlacement::arrive() {
+  if (slots_ == 1) return -1;
+  return arrive_at(current_cpu(), &move_to, &allowed_cpus);
+}
+
+int WorkerPlacement::arrive_at(int cpu, Move move, AllowedCpus allowed) {
+  if (cpu < 0) return -1;
+  int slot = -1;
+  for (int i = 0; i < slots_ && slot < 0; ++i) {
+    int free = -1;
+    if (cpu_of_[i].compare_exchange_strong(free, cpu, std::memory_order_acq_rel)) slot = i;
+  }
+  if (slot < 0) return -1;
+  std::vector<int> others;
+  others.reserve(static_cast<std::size_t>(slots_));
+  bool shared = false;
+  for (int i = 0; i < slots_; ++i) {
+    if (i == slot) continue;
+    const int c = cpu_of_[i].load(std::memory_order_acquire);
+    others.push_back(c);
+    shared = shared || c == cpu;
+  }
+  // The common case costs one look at the others: a system call only when
+  // two workers share a CPU.
+  if (!shared) return slot;
+  const int target = target_cpu(cpu, others, allowed());
+  if (target >= 0 && move(target)) cpu_of_[slot].store(target, std::memory_order_release);
+  return slot;
+}
+
+void WorkerPlacement::leave(int slot) {
+  if (slot >= 0) cpu_of_[slot].store(-1, std::memory_order_release);
+}
+
+}  // namespace depengine::detail

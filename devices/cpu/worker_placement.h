@@ -1,0 +1,60 @@
+#pragma once
+// WorkerPlacement: keeps the CPU workers that are active at once on
+// different CPUs.
+//
+// A worker is woken by a thread on some CPU, and Linux often places the
+// woken thread on the waker's CPU (wake-affine). There the two workers take
+// turns on one CPU while another CPU idles, for milliseconds, until the
+// scheduler's balancing moves one: a run of ops that could overlap is
+// serialised (on the 2-core development VM, overlap_copy_compute measured
+// 26-28 ms in such runs instead of 15-18). So each worker task, as it
+// starts, looks at the CPUs of the engine's other active workers and, when
+// it shares one, moves itself to a CPU none of them is on: its affinity set
+// to that CPU alone (which migrates it before the call returns), then back
+// to what it was, so that the scheduler stays free to move it later.
+//
+// The decision is a pure function (tested with made-up CPUs); the move is
+// Linux's sched_setaffinity, and a no-op elsewhere.
+
+#include <atomic>
+#include <memory>
+#include <vector>
+
+namespace depengine::detail {
+
+class WorkerPlacement {
+ public:
+  explicit WorkerPlacement(int workers);
+
+  /// For a worker task that starts on the calling thread: moves it off a
+  /// CPU another active worker is on, if a free one is allowed. Returns the
+  /// slot to give back to leave() (-1: none taken).
+  int arrive();
+  /// arrive() for a worker on `cpu`, moving with `move` (move_to, or a
+  /// test's stand-in), among the CPUs `allowed` (called only when it must
+  /// move).
+  using Move = bool (*)(int cpu);
+  using AllowedCpus = std::vector<int> (*)();
+  int arrive_at(int cpu, Move move, AllowedCpus allowed);
+  /// The CPU the worker in `slot` was last placed on (-1: slot free).
+  int cpu_of(int slot) const { return cpu_of_[slot].load(std::memory_order_acquire); }
+  /// The worker task in `slot` is ending.
+  void leave(int slot);
+
+  /// Where a worker on `current` should go: -1 to stay (no other worker on
+  /// `current`, or no allowed CPU free of them), else the lowest allowed
+  /// CPU that none of `others` is on. `others` holds -1 for empty slots.
+  static int target_cpu(int current, const std::vector<int>& others, const std::vector<int>& allowed);
+
+  /// Moves the calling thread to `cpu` now and restores its affinity;
+  /// returns whether it ran on `cpu` when the call returned.
+  static bool move_to(int cpu);
+  /// The CPUs the calling thread may run on, ascending.
+  static std::vector<int> allowed_cpus();
+
+ private:
+  const int slots_;
+  std::unique_ptr<std::atomic<int>[]> cpu_of_;  // per slot: the CPU of its worker, -1 when free
+};
+
+}  // namespace depengine::detail
