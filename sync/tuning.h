@@ -60,6 +60,11 @@ inline constexpr std::size_t kWorkerBatch = 16;
 inline constexpr auto kWorkerIdleSpin = std::chrono::microseconds(50);
 /// An idle worker yields every this many rounds (about every 2 µs).
 inline constexpr unsigned kWorkerRoundsPerYield = 8;
+/// At most one worker moves off a CPU it shares with another per this long
+/// (devices/cpu/worker_placement.h): a move is two system calls and a
+/// migration, once per burst of work is enough, and on a busy machine
+/// moving at every start cost the contended core_bench 20-30%.
+inline constexpr auto kWorkerMoveGap = std::chrono::milliseconds(2);
 
 // ---------------------------------------------------------------- waiting (sync/)
 

@@ -3,9 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <vector>
 
 #include "devices/cpu/worker_placement.h"
+#include "sync/tuning.h"
 
 #if defined(__linux__)
 #include <sched.h>
@@ -43,20 +45,25 @@ bool refuse_move(int cpu) {
 std::vector<int> two_cpus() { return {0, 1}; }
 std::vector<int> four_cpus() { return {0, 1, 2, 3}; }
 
+// A clock of our own, far past the gap between moves.
+SpinClock::time_point at_ms(int ms) { return SpinClock::time_point(std::chrono::milliseconds(1000 + ms)); }
+const int kGapMs = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(tuning::kWorkerMoveGap).count());
+
 TEST(WorkerPlacement, ArrivalsTakeSlotsAndMoveOffSharedCpus) {
   moves.clear();
   WorkerPlacement placement(3);
-  const int a = placement.arrive_at(0, &record_move, &four_cpus);
-  const int b = placement.arrive_at(0, &record_move, &four_cpus);  // shares CPU 0: moves to 1
-  const int c = placement.arrive_at(3, &record_move, &four_cpus);  // alone on 3: stays
+  const Contention quiet;
+  const int a = placement.arrive_at(0, at_ms(0), quiet, &record_move, &four_cpus);
+  const int b = placement.arrive_at(0, at_ms(0), quiet, &record_move, &four_cpus);  // shares CPU 0: moves to 1
+  const int c = placement.arrive_at(3, at_ms(0), quiet, &record_move, &four_cpus);  // alone on 3: stays
   EXPECT_EQ(moves, (std::vector<int>{1}));
   EXPECT_EQ(placement.cpu_of(a), 0);
   EXPECT_EQ(placement.cpu_of(b), 1);
   EXPECT_EQ(placement.cpu_of(c), 3);
-  EXPECT_EQ(placement.arrive_at(1, &record_move, &four_cpus), -1);  // every slot taken
+  EXPECT_EQ(placement.arrive_at(1, at_ms(0), quiet, &record_move, &four_cpus), -1);  // every slot taken
   placement.leave(b);
   EXPECT_EQ(placement.cpu_of(b), -1);
-  const int d = placement.arrive_at(0, &record_move, &four_cpus);  // 1 is free again
+  const int d = placement.arrive_at(0, at_ms(kGapMs), quiet, &record_move, &four_cpus);  // 1 is free again
   EXPECT_EQ(d, b);
   EXPECT_EQ(moves, (std::vector<int>{1, 1}));
   EXPECT_EQ(placement.cpu_of(d), 1);
@@ -65,10 +72,38 @@ TEST(WorkerPlacement, ArrivalsTakeSlotsAndMoveOffSharedCpus) {
 TEST(WorkerPlacement, AMoveThatFailsLeavesTheWorkerWhereItIs) {
   moves.clear();
   WorkerPlacement placement(2);
-  placement.arrive_at(1, &refuse_move, &two_cpus);
-  const int b = placement.arrive_at(1, &refuse_move, &two_cpus);
+  const Contention quiet;
+  placement.arrive_at(1, at_ms(0), quiet, &refuse_move, &two_cpus);
+  const int b = placement.arrive_at(1, at_ms(0), quiet, &refuse_move, &two_cpus);
   EXPECT_EQ(moves, (std::vector<int>{0}));
   EXPECT_EQ(placement.cpu_of(b), 1);
+}
+
+TEST(WorkerPlacement, AtMostOneMovePerGap) {
+  moves.clear();
+  WorkerPlacement placement(3);
+  const Contention quiet;
+  placement.arrive_at(0, at_ms(0), quiet, &record_move, &four_cpus);
+  const int b = placement.arrive_at(0, at_ms(0), quiet, &record_move, &four_cpus);
+  placement.leave(b);
+  const int c = placement.arrive_at(0, at_ms(kGapMs - 1), quiet, &record_move, &four_cpus);  // too soon
+  EXPECT_EQ(moves, (std::vector<int>{1}));
+  EXPECT_EQ(placement.cpu_of(c), 0);
+  placement.leave(c);
+  const int d = placement.arrive_at(0, at_ms(kGapMs), quiet, &record_move, &four_cpus);
+  EXPECT_EQ(moves, (std::vector<int>{1, 1}));
+  EXPECT_EQ(placement.cpu_of(d), 1);
+}
+
+TEST(WorkerPlacement, NoMoveWhileTheProcessLosesItsCores) {
+  moves.clear();
+  WorkerPlacement placement(2);
+  Contention busy;
+  busy.lost_core(at_ms(0));
+  placement.arrive_at(0, at_ms(1), busy, &record_move, &two_cpus);
+  const int b = placement.arrive_at(0, at_ms(1), busy, &record_move, &two_cpus);
+  EXPECT_TRUE(moves.empty());
+  EXPECT_EQ(placement.cpu_of(b), 0);
 }
 
 TEST(WorkerPlacement, OneWorkerNeverLooks) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "sync/tuning.h"
+
 #if defined(__linux__)
 #include <sched.h>
 #endif
@@ -62,10 +64,11 @@ bool WorkerPlacement::move_to(int cpu) {
 
 int WorkerPlacement::arrive() {
   if (slots_ == 1) return -1;
-  return arrive_at(current_cpu(), &move_to, &allowed_cpus);
+  return arrive_at(current_cpu(), SpinClock::now(), Contention::process(), &move_to, &allowed_cpus);
 }
 
-int WorkerPlacement::arrive_at(int cpu, Move move, AllowedCpus allowed) {
+int WorkerPlacement::arrive_at(int cpu, SpinClock::time_point now, const Contention& contention, Move move,
+                               AllowedCpus allowed) {
   if (cpu < 0) return -1;
   int slot = -1;
   for (int i = 0; i < slots_ && slot < 0; ++i) {
@@ -83,8 +86,19 @@ int WorkerPlacement::arrive_at(int cpu, Move move, AllowedCpus allowed) {
     shared = shared || c == cpu;
   }
   // The common case costs one look at the others: a system call only when
-  // two workers share a CPU.
-  if (!shared) return slot;
+  // two workers share a CPU. While the process's threads lose their cores
+  // to others (sync/spin_wait.h), a free CPU is no idle one: stay.
+  // While the process's threads lose their cores to others (sync/
+  // spin_wait.h), a CPU free of workers is no idle one: stay. And at most one
+  // move per kWorkerMoveGap: on a busy machine workers start often, and moves
+  // that often cost more than they gain.
+  if (!shared || contention.active(now)) return slot;
+  const std::int64_t ticks = now.time_since_epoch().count();
+  std::int64_t last = last_move_.load(std::memory_order_relaxed);
+  const auto gap = std::chrono::duration_cast<SpinClock::duration>(tuning::kWorkerMoveGap).count();
+  if (ticks - last < gap || !last_move_.compare_exchange_strong(last, ticks, std::memory_order_relaxed)) {
+    return slot;
+  }
   const int target = target_cpu(cpu, others, allowed());
   if (target >= 0 && move(target)) cpu_of_[slot].store(target, std::memory_order_release);
   return slot;

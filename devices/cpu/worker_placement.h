@@ -11,14 +11,21 @@
 // starts, looks at the CPUs of the engine's other active workers and, when
 // it shares one, moves itself to a CPU none of them is on: its affinity set
 // to that CPU alone (which migrates it before the call returns), then back
-// to what it was, so that the scheduler stays free to move it later.
+// to what it was, so that the scheduler stays free to move it later. Not
+// while the engine's threads lose their cores to other threads (Contention),
+// and at most one move per tuning::kWorkerMoveGap: on a busy machine
+// workers start often, and moving each time cost the contended core_bench
+// 20-30% with 2 workers.
 //
 // The decision is a pure function (tested with made-up CPUs); the move is
 // Linux's sched_setaffinity, and a no-op elsewhere.
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <vector>
+
+#include "sync/spin_wait.h"
 
 namespace depengine::detail {
 
@@ -30,12 +37,12 @@ class WorkerPlacement {
   /// CPU another active worker is on, if a free one is allowed. Returns the
   /// slot to give back to leave() (-1: none taken).
   int arrive();
-  /// arrive() for a worker on `cpu`, moving with `move` (move_to, or a
-  /// test's stand-in), among the CPUs `allowed` (called only when it must
-  /// move).
+  /// arrive() for a worker on `cpu` at `now`, moving with `move` (move_to,
+  /// or a test's stand-in) among the CPUs `allowed` returns (called only
+  /// when it may move).
   using Move = bool (*)(int cpu);
   using AllowedCpus = std::vector<int> (*)();
-  int arrive_at(int cpu, Move move, AllowedCpus allowed);
+  int arrive_at(int cpu, SpinClock::time_point now, const Contention& contention, Move move, AllowedCpus allowed);
   /// The CPU the worker in `slot` was last placed on (-1: slot free).
   int cpu_of(int slot) const { return cpu_of_[slot].load(std::memory_order_acquire); }
   /// The worker task in `slot` is ending.
@@ -55,6 +62,7 @@ class WorkerPlacement {
  private:
   const int slots_;
   std::unique_ptr<std::atomic<int>[]> cpu_of_;  // per slot: the CPU of its worker, -1 when free
+  std::atomic<std::int64_t> last_move_{0};      // SpinClock ticks of the last move
 };
 
 }  // namespace depengine::detail
