@@ -76,28 +76,25 @@ int WorkerPlacement::arrive_at(int cpu, SpinClock::time_point now, const Content
     if (cpu_of_[i].compare_exchange_strong(free, cpu, std::memory_order_acq_rel)) slot = i;
   }
   if (slot < 0) return -1;
-  std::vector<int> others;
-  others.reserve(static_cast<std::size_t>(slots_));
-  bool shared = false;
-  for (int i = 0; i < slots_; ++i) {
-    if (i == slot) continue;
-    const int c = cpu_of_[i].load(std::memory_order_acquire);
-    others.push_back(c);
-    shared = shared || c == cpu;
-  }
   // The common case costs one look at the others: a system call only when
   // two workers share a CPU. While the process's threads lose their cores
-  // to others (sync/spin_wait.h), a free CPU is no idle one: stay.
-  // While the process's threads lose their cores to others (sync/
-  // spin_wait.h), a CPU free of workers is no idle one: stay. And at most one
-  // move per kWorkerMoveGap: on a busy machine workers start often, and moves
-  // that often cost more than they gain.
+  // to others (sync/spin_wait.h), a CPU free of workers is no idle one:
+  // stay. And at most one move per kWorkerMoveGap: on a busy machine
+  // workers start often, and moves that often cost more than they gain.
+  bool shared = false;
+  for (int i = 0; i < slots_ && !shared; ++i) {
+    shared = i != slot && cpu_of_[i].load(std::memory_order_acquire) == cpu;
+  }
   if (!shared || contention.active(now)) return slot;
   const std::int64_t ticks = now.time_since_epoch().count();
   std::int64_t last = last_move_.load(std::memory_order_relaxed);
   const auto gap = std::chrono::duration_cast<SpinClock::duration>(tuning::kWorkerMoveGap).count();
   if (ticks - last < gap || !last_move_.compare_exchange_strong(last, ticks, std::memory_order_relaxed)) {
     return slot;
+  }
+  std::vector<int> others;
+  for (int i = 0; i < slots_; ++i) {
+    if (i != slot) others.push_back(cpu_of_[i].load(std::memory_order_acquire));
   }
   const int target = target_cpu(cpu, others, allowed());
   if (target >= 0 && move(target)) cpu_of_[slot].store(target, std::memory_order_release);
