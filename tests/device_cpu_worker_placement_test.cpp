@@ -49,6 +49,15 @@ std::vector<int> four_cpus() { return {0, 1, 2, 3}; }
 SpinClock::time_point at_ms(int ms) { return SpinClock::time_point(std::chrono::milliseconds(1000 + ms)); }
 const int kGapMs = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(tuning::kWorkerMoveGap).count());
 
+// Two workers arriving on `cpu` at `ms`, the moves recorded afresh: the
+// second one's slot.
+int second_of_two(WorkerPlacement& placement, int cpu, int ms, const Contention& contention,
+                  WorkerPlacement::Move move, WorkerPlacement::AllowedCpus allowed) {
+  moves.clear();
+  placement.arrive_at(cpu, at_ms(ms), contention, move, allowed);
+  return placement.arrive_at(cpu, at_ms(ms), contention, move, allowed);
+}
+
 TEST(WorkerPlacement, ArrivalsTakeSlotsAndMoveOffSharedCpus) {
   moves.clear();
   WorkerPlacement placement(3);
@@ -70,21 +79,16 @@ TEST(WorkerPlacement, ArrivalsTakeSlotsAndMoveOffSharedCpus) {
 }
 
 TEST(WorkerPlacement, AMoveThatFailsLeavesTheWorkerWhereItIs) {
-  moves.clear();
   WorkerPlacement placement(2);
-  const Contention quiet;
-  placement.arrive_at(1, at_ms(0), quiet, &refuse_move, &two_cpus);
-  const int b = placement.arrive_at(1, at_ms(0), quiet, &refuse_move, &two_cpus);
+  const int b = second_of_two(placement, 1, 0, Contention(), &refuse_move, &two_cpus);
   EXPECT_EQ(moves, (std::vector<int>{0}));
   EXPECT_EQ(placement.cpu_of(b), 1);
 }
 
 TEST(WorkerPlacement, AtMostOneMovePerGap) {
-  moves.clear();
   WorkerPlacement placement(3);
   const Contention quiet;
-  placement.arrive_at(0, at_ms(0), quiet, &record_move, &four_cpus);
-  const int b = placement.arrive_at(0, at_ms(0), quiet, &record_move, &four_cpus);
+  const int b = second_of_two(placement, 0, 0, quiet, &record_move, &four_cpus);
   placement.leave(b);
   const int c = placement.arrive_at(0, at_ms(kGapMs - 1), quiet, &record_move, &four_cpus);  // too soon
   EXPECT_EQ(moves, (std::vector<int>{1}));
@@ -96,12 +100,10 @@ TEST(WorkerPlacement, AtMostOneMovePerGap) {
 }
 
 TEST(WorkerPlacement, NoMoveWhileTheProcessLosesItsCores) {
-  moves.clear();
   WorkerPlacement placement(2);
   Contention busy;
   busy.lost_core(at_ms(0));
-  placement.arrive_at(0, at_ms(1), busy, &record_move, &two_cpus);
-  const int b = placement.arrive_at(0, at_ms(1), busy, &record_move, &two_cpus);
+  const int b = second_of_two(placement, 0, 1, busy, &record_move, &two_cpus);
   EXPECT_TRUE(moves.empty());
   EXPECT_EQ(placement.cpu_of(b), 0);
 }
