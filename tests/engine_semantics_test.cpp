@@ -272,7 +272,12 @@ TEST_P(Semantics, DeletedSlotsAreRecycledAndStaleHandlesRejected) {
 
 TEST_P(Semantics, HigherPriorityRunsFirstAmongReadyOps) {
   if (GetParam() == EngineKind::Naive) GTEST_SKIP() << "the naive engine has no ready queue";
-  Engine engine(options(1));
+  // Unbatched: each push below is in the ready queue when it returns. A
+  // batch may be registered by another thread (the flush timer), and a wait
+  // on another variable does not wait for that registration to dispatch.
+  EngineOptions unbatched = options(1);
+  unbatched.batch_pushes = false;
+  Engine engine(unbatched);
   Var gate = engine.new_var();
   std::atomic<bool> started{false}, open{false};
   std::vector<int> order;
@@ -291,10 +296,6 @@ TEST_P(Semantics, HigherPriorityRunsFirstAmongReadyOps) {
     engine.push([&, i](RunContext&) { std::lock_guard lock(m); order.push_back(priorities[i]); }, {}, {vars[i]},
                 {.priority = priorities[i]});
   }
-  // The worker is busy, so the pushes may still be buffered: a wait flushes
-  // them, and they must all be ready before the worker frees up.
-  Var probe = engine.new_var();
-  engine.wait_to_read(probe);
   open.store(true);
   // Not wait_all: its thread would run queued ops beside the worker.
   for (Var v : vars) engine.wait_to_read(v);
