@@ -61,6 +61,10 @@ void CudaExecutor::launch(void* self_ptr, ReadyOp op) noexcept {
   auto* self = static_cast<CudaExecutor*>(self_ptr);
   const int index = self->selector_.choose(op);
   Stream& stream = *self->streams_[index];
+  auto context = [&] {
+    return RunContext{.device = op.device(), .stream = stream.handle, .stream_index = index,
+                      .property = op.property(), .name = op.name()};
+  };
   std::exception_ptr error;
   std::shared_ptr<LazyEvent> done;
   bool invoked = false;
@@ -88,23 +92,13 @@ void CudaExecutor::launch(void* self_ptr, ReadyOp op) noexcept {
       // still join the event, so the completion follows the predecessors.
       // (A replay skips node by node.)
       if (!op.fences().empty() && !graph) error = op.input_error();
-      if (graph) {
-        cudaGetLastError();
-        const RunContext ctx{.device = op.device(), .stream = stream.handle, .stream_index = index,
-                             .property = op.property(), .name = op.name()};
-        invoked = true;
-        error = self->replay_graph(graph, ctx);
-      } else if (!error || op.is_async()) {
+      if (!error || op.is_async()) {
         // Drop a stale error of this thread's earlier CUDA calls, so that
         // the check below reports this operation's own launch failures.
         cudaGetLastError();
-        RunContext ctx{.device = op.device(),
-                       .stream = stream.handle,
-                       .stream_index = index,
-                       .property = op.property(),
-                       .name = op.name()};
+        RunContext ctx = context();
         invoked = true;
-        error = op.invoke(ctx);
+        error = graph ? self->replay_graph(graph, ctx) : op.invoke(ctx);
         if (const cudaError_t code = cudaGetLastError(); !error && code != cudaSuccess) {
           error = cuda_error(code, "launch failed in " + describe_op(op.name(), self->device_));
         }
@@ -127,8 +121,7 @@ void CudaExecutor::launch(void* self_ptr, ReadyOp op) noexcept {
     // Only its own Completion can complete an async op: run it even when
     // CUDA failed before, its own CUDA calls then fail and report it.
     if (!invoked) {
-      RunContext ctx{.device = op.device(), .stream = stream.handle, .stream_index = index,
-                     .property = op.property(), .name = op.name()};
+      RunContext ctx = context();
       op.invoke(ctx);
     }
     return;
@@ -147,9 +140,6 @@ std::exception_ptr CudaExecutor::replay_graph(const StreamGraph& graph, const Ru
       std::shared_ptr<void>& state = graph.device_state();
       if (!state) state = std::make_shared<CudaGraphReplay>();
       static_cast<CudaGraphReplay*>(state.get())->replay(graph, ctx, capture_);
-    }
-    if (const cudaError_t code = cudaGetLastError(); code != cudaSuccess) {
-      error = cuda_error(code, "launch failed in " + describe_op(ctx.name, device_));
     }
   } catch (...) {
     error = std::current_exception();

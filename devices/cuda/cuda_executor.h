@@ -51,7 +51,8 @@ class CudaExecutor final : public Executor {
   };
 
   static void launch(void* self, ReadyOp op) noexcept;
-  /// The nodes' failures stay with the graph; returns a failure of the launch.
+  /// The nodes' failures stay with the graph; returns a failure of the launch
+  /// (a kernel's launch error is left for the caller's cudaGetLastError).
   std::exception_ptr replay_graph(const StreamGraph& graph, const RunContext& ctx);
 
   const int device_;
