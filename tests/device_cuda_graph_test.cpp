@@ -21,21 +21,13 @@
 #include <depengine/tensor.h>
 
 #include "devices/cuda/sample_kernels.h"
+#include "tests/support/gpu_test.h"
 
 using namespace depengine;
 
 namespace {
 
-constexpr Device kGpu = Device::cuda(0);
-
-cudaStream_t stream_of(const RunContext& ctx) { return static_cast<cudaStream_t>(ctx.stream); }
-
-class CudaGraphs : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU here (cudaGetDeviceCount reports none)";
-  }
-};
+using CudaGraphs = GpuTest;
 
 // A counter on the GPU, and a pinned word to read it back into.
 struct Counter {

@@ -15,21 +15,13 @@
 #include <vector>
 
 #include "devices/cuda/sample_kernels.h"
+#include "tests/support/gpu_test.h"
 
 using namespace depengine;
 
 namespace {
 
-constexpr Device kGpu = Device::cuda(0);
-
-cudaStream_t stream_of(const RunContext& ctx) { return static_cast<cudaStream_t>(ctx.stream); }
-
-class CudaDevice : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU here (cudaGetDeviceCount reports none)";
-  }
-};
+using CudaDevice = GpuTest;
 
 TEST_F(CudaDevice, UploadComputeDownloadOverlapsAcrossBatches) {
   Engine engine;
