@@ -27,6 +27,9 @@ class CpuWorkers : public Executor {
   /// True when there are fewer workers than cores: a thread that waits may
   /// spin or help without taking a worker's core.
   bool has_spare_core() const { return spare_core_; }
+  /// True when an active worker was last placed on the calling thread's
+  /// CPU: there it takes turns on one core with the thread that feeds it.
+  virtual bool worker_on_this_cpu() const = 0;
   /// True when no worker is active: a submit would have to start one.
   bool idle() const { return active_.load(std::memory_order_seq_cst) == 0; }
   /// True on a thread running this device's ops (a worker, or a helper).
@@ -36,7 +39,8 @@ class CpuWorkers : public Executor {
   /// CpuPrioritized (the engine's path for a flushed batch).
   virtual void submit_plain(OpBlock* const* ops, std::size_t count) = 0;
   /// Runs queued operations on the calling thread (a frontend about to
-  /// block in wait_all) until the queue is empty; returns whether it ran any.
+  /// block in wait_all, or one on a worker's CPU) until the queue is empty;
+  /// returns whether it ran any.
   /// Does nothing when the workers already have every core.
   virtual bool help() = 0;
 

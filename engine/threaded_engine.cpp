@@ -75,6 +75,9 @@ constexpr PushBuffer::RoomWait kRoomWaitYielding{.spin = detail::tuning::kRoomWa
 constexpr PushBuffer::RoomWait kRoomWaitForWorkers{
     .spin = kRoomWaitSpinning.spin, .yield = false, .for_workers = true};
 
+// A frontend that registers the oldest batch itself, at once.
+constexpr PushBuffer::RoomWait kRoomWaitNone{};
+
 }  // namespace
 
 class ThreadedEngine final : public EngineCore {
@@ -205,6 +208,12 @@ class ThreadedEngine final : public EngineCore {
     buffer.unlock();
     if (idle) {
       flush(buffer);  // no worker would run it sooner
+    } else if (full && !sealed && takes_turns_with_worker()) {
+      // The worker would run these ops on this core anyway, between this
+      // thread's turns: run them now, on lines still in its cache, and
+      // without the switches.
+      register_with([&](ReadyList& ready) { return buffer.seal_making_room(ready, kRoomWaitNone); });
+      if (cpu_->help()) wake_waiters();
     } else if (full && !sealed) {
       // Every slot is taken: make room by registering the oldest batch, or
       // by waiting for a worker that does.
@@ -342,6 +351,13 @@ class ThreadedEngine final : public EngineCore {
     adoption_lock.unlock();
     ReadyList ready;
     settle_registered(op, granted, count, ready);
+  }
+
+  // Whether this frontend shares its CPU with an active worker, which the
+  // kernel does when another thread holds the other cores (2 threads
+  // against 1 is as balanced as 3 on 2 gets).
+  bool takes_turns_with_worker() const {
+    return cpu_->has_spare_core() && !cpu_->on_worker_thread() && cpu_->worker_on_this_cpu();
   }
 
   // Whether a frontend that found every slot of `buffer` taken should wait

@@ -78,6 +78,19 @@ TEST(WorkerPlacement, ArrivalsTakeSlotsAndMoveOffSharedCpus) {
   EXPECT_EQ(placement.cpu_of(d), 1);
 }
 
+TEST(WorkerPlacement, ATakenSlotOccupiesItsCpuUntilItsWorkerLeaves) {
+  moves.clear();
+  WorkerPlacement placement(1);  // one worker: a slot all the same, never a move
+  const int a = placement.arrive_at(2, at_ms(0), Contention(), &record_move, &four_cpus);
+  EXPECT_EQ(a, 0);
+  EXPECT_TRUE(placement.occupied(2));
+  EXPECT_FALSE(placement.occupied(0));
+  EXPECT_FALSE(placement.occupied(-1));
+  EXPECT_TRUE(moves.empty());
+  placement.leave(a);
+  EXPECT_FALSE(placement.occupied(2));
+}
+
 TEST(WorkerPlacement, AMoveThatFailsLeavesTheWorkerWhereItIs) {
   WorkerPlacement placement(2);
   const int b = second_of_two(placement, 1, 0, Contention(), &refuse_move, &two_cpus);
@@ -108,11 +121,17 @@ TEST(WorkerPlacement, NoMoveWhileTheProcessLosesItsCores) {
   EXPECT_EQ(placement.cpu_of(b), 0);
 }
 
-TEST(WorkerPlacement, OneWorkerNeverLooks) {
+#if defined(__linux__)
+TEST(WorkerPlacement, OneWorkerTakesItsSlotOnItsCpu) {
   WorkerPlacement placement(1);
-  EXPECT_EQ(placement.arrive(), -1);
-  placement.leave(-1);
+  const int a = placement.arrive();
+  ASSERT_EQ(a, 0);
+  EXPECT_GE(placement.cpu_of(a), 0);
+  EXPECT_TRUE(placement.occupied(placement.cpu_of(a)));
+  placement.leave(a);
+  EXPECT_EQ(placement.cpu_of(a), -1);
 }
+#endif
 
 #if defined(__linux__)
 TEST(WorkerPlacement, MoveToRunsTheThreadThereAndRestoresItsAffinity) {

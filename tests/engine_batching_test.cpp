@@ -13,6 +13,10 @@
 #include <thread>
 #include <vector>
 
+#if defined(__linux__)
+#include <sched.h>
+#endif
+
 #include <depengine/engine.h>
 
 #include "engine/dependency_tracker.h"
@@ -525,6 +529,51 @@ TEST(Batching, OpsHeldByThreadsThatEndedStillRun) {
     push_from_threads(engine);
   }
   EXPECT_EQ(ran.load(), kThreads * kPushes) << "by the end of the destructor";
+}
+
+// When the kernel puts the frontend on the CPU of the worker it feeds (as it
+// does when another thread holds the other cores), the two would take turns
+// on one core: the frontend, finding every batch slot taken, runs the ops it
+// registered itself instead of leaving them for its turn's end. Here the
+// worker is held inside an op, and the frontend moves to the worker's CPU.
+TEST(Batching, AFrontendOnTheWorkersCpuRunsTheOpsItRegisters) {
+#if defined(__linux__)
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one core: one worker leaves no spare core";
+  cpu_set_t before;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(before), &before), 0);
+  constexpr int kOps = 4000;
+  std::atomic<int> worker_cpu{-1}, ran{0}, ran_here{0};
+  std::binary_semaphore gate{0};
+  {
+    Engine engine(threaded(1));
+    engine.push([&](RunContext&) {
+      worker_cpu = sched_getcpu();
+      gate.acquire();
+    }, {}, {engine.new_var()});
+    while (worker_cpu.load() < 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(worker_cpu.load(), &one);
+    ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+    const std::thread::id frontend = std::this_thread::get_id();
+    std::vector<Var> vars;
+    for (int i = 0; i < 64; ++i) vars.push_back(engine.new_var());
+    for (int i = 0; i < kOps; ++i) {
+      engine.push([&](RunContext&) {
+        ++ran;
+        if (std::this_thread::get_id() == frontend) ++ran_here;
+      }, {}, {vars[i % vars.size()]});
+    }
+    EXPECT_GT(ran_here.load(), 0) << "the worker is held: only the frontend can have run them";
+    EXPECT_EQ(ran.load(), ran_here.load());
+    gate.release();
+    engine.wait_all();
+    EXPECT_EQ(ran.load(), kOps);
+  }
+  sched_setaffinity(0, sizeof(before), &before);
+#else
+  GTEST_SKIP() << "needs sched_setaffinity";
+#endif
 }
 
 }  // namespace

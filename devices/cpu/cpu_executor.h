@@ -41,6 +41,7 @@ class CpuExecutor final : public CpuWorkers {
   void shutdown() override;
   /// The thread would only sleep otherwise, and ops it runs need no hand-off.
   bool help() override;
+  bool worker_on_this_cpu() const override { return placement_.occupied(WorkerPlacement::current_cpu()); }
 
  private:
   static constexpr std::size_t kMaxBatch = tuning::kWorkerBatch;

@@ -9,17 +9,13 @@
 #endif
 
 namespace depengine::detail {
-namespace {
-
-int current_cpu() {
+int WorkerPlacement::current_cpu() {
 #if defined(__linux__)
   return sched_getcpu();
 #else
   return -1;
 #endif
 }
-
-}  // namespace
 
 std::vector<int> WorkerPlacement::allowed_cpus() {
   std::vector<int> cpus;
@@ -63,7 +59,6 @@ bool WorkerPlacement::move_to(int cpu) {
 }
 
 int WorkerPlacement::arrive() {
-  if (slots_ == 1) return -1;
   return arrive_at(current_cpu(), SpinClock::now(), Contention::process(), &move_to, &allowed_cpus);
 }
 
@@ -99,6 +94,14 @@ int WorkerPlacement::arrive_at(int cpu, SpinClock::time_point now, const Content
   const int target = target_cpu(cpu, others, allowed());
   if (target >= 0 && move(target)) cpu_of_[slot].store(target, std::memory_order_release);
   return slot;
+}
+
+bool WorkerPlacement::occupied(int cpu) const {
+  if (cpu < 0) return false;
+  for (int i = 0; i < slots_; ++i) {
+    if (cpu_of(i) == cpu) return true;
+  }
+  return false;
 }
 
 void WorkerPlacement::leave(int slot) {

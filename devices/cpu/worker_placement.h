@@ -17,6 +17,10 @@
 // workers start often, and moving each time cost the contended core_bench
 // 20-30% with 2 workers.
 //
+// The record of where each active worker is also tells a frontend whether
+// it shares a CPU with one (occupied): then the two take turns on one core,
+// and the frontend runs ops itself (engine/threaded_engine.cpp).
+//
 // The decision is a pure function (tested with made-up CPUs); the move is
 // Linux's sched_setaffinity, and a no-op elsewhere.
 
@@ -45,6 +49,10 @@ class WorkerPlacement {
   int arrive_at(int cpu, SpinClock::time_point now, const Contention& contention, Move move, AllowedCpus allowed);
   /// The CPU the worker in `slot` was last placed on (-1: slot free).
   int cpu_of(int slot) const { return cpu_of_[slot].load(std::memory_order_acquire); }
+  /// Whether an active worker was last placed on `cpu`.
+  bool occupied(int cpu) const;
+  /// The calling thread's CPU (-1 where unknown).
+  static int current_cpu();
   /// The worker task in `slot` is ending.
   void leave(int slot);
 
