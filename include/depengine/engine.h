@@ -7,7 +7,9 @@
 /// - Two operations that touch the same variable, at least one writing it,
 ///   take effect in push order. Readers between two writes may run together.
 /// - `push` returns at once. It blocks only for back-pressure, when more than
-///   `EngineOptions::max_ops_in_flight` operations are in flight.
+///   `EngineOptions::max_ops_in_flight` operations are in flight, and it runs
+///   ready operations itself when its thread shares a CPU worker's CPU and
+///   has filled its batches (docs/semantics.md).
 /// - `wait_to_read(v)` returns when every write to `v` pushed before it has
 ///   completed; `wait_to_write(v)` also waits for the reads; `wait_all()` for
 ///   everything. They rethrow the error of a failed operation that covers the
