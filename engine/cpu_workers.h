@@ -8,6 +8,7 @@
 // state kept in this base, without a virtual call.
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <memory>
 
@@ -39,10 +40,11 @@ class CpuWorkers : public Executor {
   /// CpuPrioritized (the engine's path for a flushed batch).
   virtual void submit_plain(OpBlock* const* ops, std::size_t count) = 0;
   /// Runs queued operations on the calling thread (a frontend about to
-  /// block in wait_all, or one on a worker's CPU) until the queue is empty;
-  /// returns whether it ran any.
-  /// Does nothing when the workers already have every core.
-  virtual bool help() = 0;
+  /// block in wait_all, or one on a worker's CPU) until the queue is empty
+  /// or `budget` has passed (checked between batches of a few ops); returns
+  /// whether it ran any. Does nothing when the workers already have every
+  /// core.
+  virtual bool help(std::chrono::nanoseconds budget) = 0;
 
  protected:
   CpuWorkers(int threads, bool spare_core) : threads_(threads), spare_core_(spare_core) {}

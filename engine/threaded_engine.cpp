@@ -78,6 +78,9 @@ constexpr PushBuffer::RoomWait kRoomWaitForWorkers{
 // A frontend that registers the oldest batch itself, at once.
 constexpr PushBuffer::RoomWait kRoomWaitNone{};
 
+// A thread about to sleep in wait_all runs what is queued.
+constexpr auto kHelpUntilEmpty = std::chrono::nanoseconds::max();
+
 }  // namespace
 
 class ThreadedEngine final : public EngineCore {
@@ -95,7 +98,7 @@ class ThreadedEngine final : public EngineCore {
 
   ~ThreadedEngine() override {
     flush_all();
-    if (cpu_->help()) wake_waiters();
+    if (cpu_->help(kHelpUntilEmpty)) wake_waiters();
     wait_until_in_flight_at_most(0, waiters_, detail::tuning::kWaitSignalSpin);
     // A device or completion thread may still be inside on_completed, just
     // past counting the last completion: let it leave before we go.
@@ -112,7 +115,7 @@ class ThreadedEngine final : public EngineCore {
     flush_all();
     // This thread would only sleep: it runs queued CPU ops meanwhile (the
     // last ones it completes may be what other waiters wait for).
-    if (cpu_->help()) wake_waiters();
+    if (cpu_->help(kHelpUntilEmpty)) wake_waiters();
     wait_until_in_flight_at_most(0, waiters_, detail::tuning::kWaitSignalSpin);
     if (obs) [[unlikely]] obs->on_block_end("wait_all");
     if (std::exception_ptr error = take_all_errors()) std::rethrow_exception(error);
@@ -213,7 +216,7 @@ class ThreadedEngine final : public EngineCore {
       // thread's turns: run them now, on lines still in its cache, and
       // without the switches.
       register_with([&](ReadyList& ready) { return buffer.seal_making_room(ready, kRoomWaitNone); });
-      if (cpu_->help()) wake_waiters();
+      if (cpu_->help(detail::tuning::kFrontendHelp)) wake_waiters();
     } else if (full && !sealed) {
       // Every slot is taken: make room by registering the oldest batch, or
       // by waiting for a worker that does.

@@ -39,6 +39,11 @@ inline constexpr auto kRoomWaitSpin = std::chrono::microseconds(15);
 /// for a slot.
 inline constexpr auto kRoomWaitYield = std::chrono::microseconds(60);
 
+/// How long a push on a worker's CPU runs ready ops itself (then up to a
+/// worker batch more): what it may add to a push, of the order of a room
+/// wait, and many small ops' worth.
+inline constexpr auto kFrontendHelp = std::chrono::microseconds(50);
+
 /// How long a frontend over the bound of ops in flight spins for the workers
 /// to complete a quarter of them before sleeping: about that many small ops'
 /// time, so that a bounded run-ahead costs no wake-up per wait.

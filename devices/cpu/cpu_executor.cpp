@@ -117,7 +117,7 @@ void CpuExecutor::worker_loop() {
   running_tasks_.fetch_sub(1, std::memory_order_release);  // last touch of *this
 }
 
-bool CpuExecutor::help() {
+bool CpuExecutor::help(std::chrono::nanoseconds budget) {
   // With a worker on every core, a helper would only oversubscribe them.
   if (!spare_core_) return false;
   // Counted as a worker while it helps: its completions need not wake the
@@ -126,9 +126,12 @@ bool CpuExecutor::help() {
   OpBlock* batch[kMaxBatch];
   bool ran = false;
   bool more = false;
+  const bool bounded = budget != std::chrono::nanoseconds::max();
+  const auto deadline = bounded ? std::chrono::steady_clock::now() + budget : std::chrono::steady_clock::time_point{};
   while (std::size_t count = queue_.pop(batch, kMaxBatch, more)) {
     run_batch(batch, count);
     ran = true;
+    if (bounded && std::chrono::steady_clock::now() >= deadline) break;
   }
   return ran;
 }
