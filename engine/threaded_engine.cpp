@@ -358,9 +358,10 @@ class ThreadedEngine final : public EngineCore {
 
   // Whether this frontend shares its CPU with an active worker, which the
   // kernel does when another thread holds the other cores (2 threads
-  // against 1 is as balanced as 3 on 2 gets).
+  // against 1 is as balanced as 3 on 2 gets). Not for a push from inside an
+  // operation, on whatever thread: ops are not run nested in one another.
   bool takes_turns_with_worker() const {
-    return cpu_->has_spare_core() && !cpu_->on_worker_thread() && cpu_->worker_on_this_cpu();
+    return cpu_->has_spare_core() && !in_operation() && cpu_->worker_on_this_cpu();
   }
 
   // Whether a frontend that found every slot of `buffer` taken should wait
