@@ -18,8 +18,8 @@ Cost fill(const Tensor& out, double value) {
   const std::size_t size = dtype_size(out.dtype());
   const auto& backend = detail::backend_for(out.device());
   push_op("fill", out.engine(), out.device(), Access().write(out),
-          [&backend, p = out.data(), n = out.numel(), size, bits](RunContext& ctx) {
-            backend.fill(p, n, size, bits, ctx.stream);
+          [&backend, p = detail::Memory(out), n = out.numel(), size, bits](RunContext& ctx) {
+            backend.fill(p.get(), n, size, bits, ctx.stream);
           });
   return {0, bytes_of(out.numel(), out.dtype())};
 }
@@ -43,8 +43,8 @@ Cost copy(const Tensor& src, const Tensor& dst) {
     return {};  // copying storage onto itself: nothing to do
   }
   push_op("copy", dst.engine(), dst.device(), Access().read(src).write(dst),
-          [&backend, from = src.dtype(), s = src.data(), to = dst.dtype(), d = dst.data(),
-           n = dst.numel()](RunContext& ctx) { backend.convert(from, s, to, d, n, ctx.stream); });
+          [&backend, from = src.dtype(), s = detail::Memory(src), to = dst.dtype(), d = detail::Memory(dst),
+           n = dst.numel()](RunContext& ctx) { backend.convert(from, s.get(), to, d.get(), n, ctx.stream); });
   return {0, bytes_of(src.numel(), src.dtype()) + bytes_of(dst.numel(), dst.dtype())};
 }
 
@@ -67,8 +67,8 @@ Cost binary(const char* name, detail::BinaryOp op, const Tensor& a, const Tensor
   // The backend is found again when it runs: with it, the closure would
   // outgrow what an operation stores without allocating.
   push_op(name, out.engine(), out.device(), Access().read(a).read(b).write(out),
-          [op, t = out.dtype(), pa = a.data(), pb = b.data(), nb, po = out.data(), n](RunContext& ctx) {
-            if (nb > 0) detail::backend_for(ctx.device).binary(op, t, pa, pb, nb, po, n, ctx.stream);
+          [op, t = out.dtype(), pa = detail::Memory(a), pb = detail::Memory(b), nb, po = detail::Memory(out), n](RunContext& ctx) {
+            if (nb > 0) detail::backend_for(ctx.device).binary(op, t, pa.get(), pb.get(), nb, po.get(), n, ctx.stream);
           });
   return {static_cast<double>(n), bytes_of(2 * n + nb, out.dtype())};
 }
@@ -91,8 +91,8 @@ Cost scale(const Tensor& x, double alpha, const Tensor& out) {
   detail::require_shape("scale", "out", out, x.shape());
   const auto& backend = detail::backend_for(out.device());
   push_op("scale", out.engine(), out.device(), Access().read(x).write(out),
-          [&backend, t = x.dtype(), alpha, px = x.data(), po = out.data(), n = x.numel()](RunContext& ctx) {
-            backend.scale(t, alpha, px, po, n, ctx.stream);
+          [&backend, t = x.dtype(), alpha, px = detail::Memory(x), po = detail::Memory(out), n = x.numel()](RunContext& ctx) {
+            backend.scale(t, alpha, px.get(), po.get(), n, ctx.stream);
           });
   return {static_cast<double>(x.numel()), bytes_of(2 * x.numel(), x.dtype())};
 }
@@ -103,8 +103,8 @@ Cost axpy(double alpha, const Tensor& x, const Tensor& y) {
   detail::require_shape("axpy", "y", y, x.shape());
   const auto& backend = detail::backend_for(y.device());
   push_op("axpy", y.engine(), y.device(), Access().read(x).write(y),
-          [&backend, t = x.dtype(), alpha, px = x.data(), py = y.data(), n = x.numel()](RunContext& ctx) {
-            backend.axpby(t, alpha, px, 1.0, py, n, ctx.stream);
+          [&backend, t = x.dtype(), alpha, px = detail::Memory(x), py = detail::Memory(y), n = x.numel()](RunContext& ctx) {
+            backend.axpby(t, alpha, px.get(), 1.0, py.get(), n, ctx.stream);
           });
   return {2.0 * static_cast<double>(x.numel()), bytes_of(3 * x.numel(), x.dtype())};
 }
@@ -115,8 +115,8 @@ Cost relu(const Tensor& x, const Tensor& out) {
   detail::require_shape("relu", "out", out, x.shape());
   const auto& backend = detail::backend_for(out.device());
   push_op("relu", out.engine(), out.device(), Access().read(x).write(out),
-          [&backend, t = x.dtype(), px = x.data(), po = out.data(), n = x.numel()](RunContext& ctx) {
-            backend.relu(t, px, po, n, ctx.stream);
+          [&backend, t = x.dtype(), px = detail::Memory(x), po = detail::Memory(out), n = x.numel()](RunContext& ctx) {
+            backend.relu(t, px.get(), po.get(), n, ctx.stream);
           });
   return {static_cast<double>(x.numel()), bytes_of(2 * x.numel(), x.dtype())};
 }
@@ -128,8 +128,8 @@ Cost relu_grad(const Tensor& x, const Tensor& grad_out, const Tensor& grad_in) {
   detail::require_shape("relu_grad", "grad_in", grad_in, x.shape());
   const auto& backend = detail::backend_for(grad_in.device());
   push_op("relu_grad", x.engine(), x.device(), Access().read(x).read(grad_out).write(grad_in),
-          [&backend, t = x.dtype(), px = x.data(), pdy = grad_out.data(), pdx = grad_in.data(),
-           n = x.numel()](RunContext& ctx) { backend.relu_grad(t, px, pdy, pdx, n, ctx.stream); });
+          [&backend, t = x.dtype(), px = detail::Memory(x), pdy = detail::Memory(grad_out), pdx = detail::Memory(grad_in),
+           n = x.numel()](RunContext& ctx) { backend.relu_grad(t, px.get(), pdy.get(), pdx.get(), n, ctx.stream); });
   return {static_cast<double>(x.numel()), bytes_of(3 * x.numel(), x.dtype())};
 }
 

@@ -43,12 +43,17 @@ Cost gemm(const Tensor& a, const Tensor& b, const Tensor& c, bool trans_a, bool 
 
   detail::GemmArgs args{.trans_a = trans_a, .trans_b = trans_b, .m = m, .n = n, .k = k,
                         .alpha = alpha, .beta = beta, .in_dtype = a.dtype(), .out_dtype = c.dtype(),
-                        .a = a.data(), .b = b.data(), .c = c.data(),
                         .blas_threads = detail::blas_threads_for_engine(c.engine().cpu_threads())};
   const auto& backend = detail::backend_for(c.device());
   // c is written (and also read when beta != 0: a write already orders that).
   detail::push_op("gemm", c.engine(), c.device(), detail::Access().read(a).read(b).write(c),
-                  [&backend, args](RunContext& ctx) { backend.gemm(args, ctx.stream); });
+                  [&backend, args, pa = detail::Memory(a), pb = detail::Memory(b),
+                   pc = detail::Memory(c)](RunContext& ctx) mutable {
+                    args.a = pa.get();
+                    args.b = pb.get();
+                    args.c = pc.get();
+                    backend.gemm(args, ctx.stream);
+                  });
   const double c_bytes = detail::bytes_of(m * n, c.dtype()) * (beta != 0.0 ? 2 : 1);
   return {2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k),
           detail::bytes_of(m * k + k * n, a.dtype()) + c_bytes};

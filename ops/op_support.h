@@ -12,6 +12,7 @@
 #include "depengine/ops.h"
 #include "depengine/tensor.h"
 #include "ops/backend.h"
+#include "ops/tensor_storage.h"
 
 namespace depengine::ops::detail {
 
@@ -22,6 +23,18 @@ void require_placed_together(std::string_view op, std::initializer_list<const Te
 /// float32 or float64, and the same dtype for all.
 void require_float_dtype(std::string_view op, std::initializer_list<const Tensor*> tensors);
 void require_shape(std::string_view op, std::string_view what, const Tensor& t, const Shape& shape);
+
+/// What an op captures to reach a tensor's memory when it runs, rather than
+/// the pointer: CPU memory is allocated at its first touch
+/// (ops/tensor_storage.h). Null for a null tensor.
+class Memory {
+ public:
+  explicit Memory(const Tensor& t) : storage_(t.defined() ? depengine::detail::TensorAccess::storage(t) : nullptr) {}
+  void* get() const { return storage_ ? storage_->memory() : nullptr; }
+
+ private:
+  depengine::detail::TensorStorage* storage_;
+};
 
 /// Pushes dst = src for tensors of one dtype and element count on any two
 /// devices (through pinned host memory where a device needs it).

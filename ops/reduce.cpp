@@ -20,9 +20,9 @@ Cost reduce(const char* name, const Tensor& x, std::int64_t outer, std::int64_t 
                                          : std::numeric_limits<double>::quiet_NaN();
   const auto& backend = detail::backend_for(out.device());
   detail::push_op(name, out.engine(), out.device(), Access().read(x).write(out),
-                  [&backend, t = x.dtype(), px = x.data(), outer, len, inner, scale,
-                   po = out.data()](RunContext& ctx) {
-                    backend.reduce_sum(t, px, outer, len, inner, scale, po, ctx.stream);
+                  [&backend, t = x.dtype(), px = detail::Memory(x), outer, len, inner, scale,
+                   po = detail::Memory(out)](RunContext& ctx) {
+                    backend.reduce_sum(t, px.get(), outer, len, inner, scale, po.get(), ctx.stream);
                   });
   return {static_cast<double>(x.numel()), detail::bytes_of(x.numel() + out.numel(), x.dtype())};
 }

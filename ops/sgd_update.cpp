@@ -15,8 +15,8 @@ Cost sgd_update(const Tensor& weight, const Tensor& grad, double lr, double weig
   detail::push_op("sgd_update", weight.engine(), weight.device(),
                   detail::Access().read(grad).write(weight),
                   [&backend, t = weight.dtype(), alpha = -lr, beta = 1.0 - lr * weight_decay,
-                   pg = grad.data(), pw = weight.data(), n = weight.numel()](RunContext& ctx) {
-                    backend.axpby(t, alpha, pg, beta, pw, n, ctx.stream);
+                   pg = detail::Memory(grad), pw = detail::Memory(weight), n = weight.numel()](RunContext& ctx) {
+                    backend.axpby(t, alpha, pg.get(), beta, pw.get(), n, ctx.stream);
                   });
   return {3.0 * static_cast<double>(weight.numel()), detail::bytes_of(3 * weight.numel(), weight.dtype())};
 }

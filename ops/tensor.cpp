@@ -15,47 +15,51 @@ namespace depengine {
 
 namespace detail {
 
-TensorStorage::TensorStorage(Engine& e, Device d, std::size_t size)
-    : engine(&e), device(d), backend(&ops::detail::backend_for(d)), bytes(size), data(backend->allocate(d, size)) {
-  try {
-    var = engine->new_var("tensor");
-  } catch (...) {
-    backend->deallocate(device, data, bytes);
-    throw;
-  }
+TensorStorage::TensorStorage(Engine& engine, Device device, std::size_t bytes, const ops::detail::Backend* staged_for)
+    : engine_(&engine), device_(device), backend_(&ops::detail::backend_for(device)), staged_for_(staged_for),
+      bytes_(bytes) {}
+
+std::shared_ptr<TensorStorage> TensorStorage::make(Engine& engine, Device device, std::size_t bytes) {
+  std::unique_ptr<TensorStorage, Discard> s(new TensorStorage(engine, device, bytes, nullptr));
+  if (!device.is_cpu()) s->memory();
+  s->var_ = engine.new_var("tensor");  // on a throw, Discard frees what memory() took
+  return std::shared_ptr<TensorStorage>(s.release(), &retire);
 }
 
-TensorStorage::TensorStorage(Engine& e, std::size_t size, Device staged)
-    : engine(&e), device(Device::cpu()), backend(&ops::detail::backend_for(device)), bytes(size),
-      data(ops::detail::backend_for(staged).allocate_staging(size)), staged_for(&ops::detail::backend_for(staged)) {
-  try {
-    var = engine->new_var("tensor");
-  } catch (...) {
-    staged_for->deallocate_staging(data, bytes);
-    throw;
-  }
+std::shared_ptr<TensorStorage> TensorStorage::make_staged(Engine& engine, std::size_t bytes, Device staged_for) {
+  const ops::detail::Backend& backend = ops::detail::backend_for(staged_for);
+  std::unique_ptr<TensorStorage, Discard> s(new TensorStorage(engine, Device::cpu(), bytes, &backend));
+  s->memory();
+  s->var_ = engine.new_var("tensor");
+  return std::shared_ptr<TensorStorage>(s.release(), &retire);
 }
 
-TensorStorage::~TensorStorage() {
-  // The release runs after every operation pushed on `var` has completed.
-  if (staged_for) {
-    engine->delete_var(var, [b = staged_for, p = data, n = bytes] { b->deallocate_staging(p, n); });
+void* TensorStorage::memory() {
+  void* data = data_.load(std::memory_order_acquire);
+  if (data != nullptr || bytes_ == 0) return data;
+  void* fresh = staged_for_ ? staged_for_->allocate_staging(bytes_) : backend_->allocate(device_, bytes_);
+  if (data_.compare_exchange_strong(data, fresh, std::memory_order_acq_rel)) return fresh;
+  give_back(fresh);  // another first touch won: keep its buffer
+  return data;
+}
+
+void TensorStorage::give_back(void* data) const noexcept {
+  if (staged_for_) {
+    staged_for_->deallocate_staging(data, bytes_);
   } else {
-    engine->delete_var(var, [b = backend, d = device, p = data, n = bytes] { b->deallocate(d, p, n); });
+    backend_->deallocate(device_, data, bytes_);
   }
 }
 
-struct TensorAccess {
-  /// An uninitialised CPU tensor in the staging memory of `device`'s backend.
-  static Tensor empty_staged(Engine& engine, Shape shape, DType dtype, Device device) {
-    const std::size_t bytes = static_cast<std::size_t>(shape_numel(shape)) * dtype_size(dtype);
-    return Tensor(std::make_shared<TensorStorage>(engine, bytes, device), std::move(shape), dtype);
-  }
-  /// Whether `t` is a CPU tensor in the staging memory of `device`'s backend.
-  static bool staged_for(const Tensor& t, Device device) {
-    return t.storage_->staged_for == &ops::detail::backend_for(device);
-  }
-};
+void TensorStorage::Discard::operator()(TensorStorage* storage) const noexcept {
+  if (void* data = storage->data_.load(std::memory_order_acquire)) storage->give_back(data);
+  delete storage;
+}
+
+void TensorStorage::retire(TensorStorage* storage) noexcept {
+  // Engine::delete_var of a live variable does not throw.
+  storage->engine_->delete_var(storage->var_, [storage] { Discard{}(storage); });
+}
 
 }  // namespace detail
 
@@ -117,7 +121,7 @@ void ops::detail::copy_between(const Tensor& src, const Tensor& dst) {
             OpProperty::DeviceToDevice);
   } else if (from.is_cpu()) {
     const auto& backend = ops::detail::backend_for(to);
-    if (!backend.needs_host_staging() || TensorAccess::staged_for(src, to)) {
+    if (!backend.needs_host_staging() || TensorAccess::storage(src)->staged_for(backend)) {
       push_op("copy_to", engine, to, Access().read(src).write(dst),
               [&backend, to, d, s, bytes](RunContext& ctx) { backend.upload(to, d, s, bytes, ctx.stream); },
               OpProperty::CopyToDevice);
@@ -134,7 +138,7 @@ void ops::detail::copy_between(const Tensor& src, const Tensor& dst) {
                 {.name = "copy_to", .device = to, .property = OpProperty::CopyToDevice});
   } else {
     const auto& backend = ops::detail::backend_for(from);
-    if (!backend.needs_host_staging() || TensorAccess::staged_for(dst, from)) {
+    if (!backend.needs_host_staging() || TensorAccess::storage(dst)->staged_for(backend)) {
       push_op("copy_to", engine, from, Access().read(src).write(dst),
               [&backend, from, d, s, bytes](RunContext& ctx) { backend.download(from, d, s, bytes, ctx.stream); },
               OpProperty::CopyFromDevice);
@@ -163,7 +167,8 @@ void check_shape(const Shape& shape) {
 Tensor host_tensor_for(Engine& engine, Shape shape, DType dtype, Device device) {
   check_shape(shape);
   if (!device.is_cpu() && ops::detail::backend_for(device).needs_host_staging()) {
-    return TensorAccess::empty_staged(engine, std::move(shape), dtype, device);
+    const std::size_t bytes = static_cast<std::size_t>(shape_numel(shape)) * dtype_size(dtype);
+    return TensorAccess::make(detail::TensorStorage::make_staged(engine, bytes, device), std::move(shape), dtype);
   }
   return Tensor::empty(engine, std::move(shape), dtype, Device::cpu());
 }
@@ -215,7 +220,7 @@ std::string shape_to_string(const Shape& shape) {
 Tensor Tensor::empty(Engine& engine, Shape shape, DType dtype, Device device) {
   check_shape(shape);
   const std::size_t bytes = static_cast<std::size_t>(shape_numel(shape)) * dtype_size(dtype);
-  return Tensor(std::make_shared<detail::TensorStorage>(engine, device, bytes), std::move(shape), dtype);
+  return Tensor(detail::TensorStorage::make(engine, device, bytes), std::move(shape), dtype);
 }
 
 Tensor Tensor::zeros(Engine& engine, Shape shape, DType dtype, Device device) {
@@ -254,10 +259,10 @@ Tensor Tensor::from_host(Engine& engine, std::span<const std::int32_t> values, S
 }
 
 std::int64_t Tensor::numel() const { return shape_numel(shape_); }
-Device Tensor::device() const { return storage_->device; }
-Engine& Tensor::engine() const { return *storage_->engine; }
-Var Tensor::var() const { return storage_->var; }
-void* Tensor::data() const { return storage_->data; }
+Device Tensor::device() const { return storage_->device(); }
+Engine& Tensor::engine() const { return storage_->engine(); }
+Var Tensor::var() const { return storage_->var(); }
+void* Tensor::data() const { return storage_->memory(); }
 
 std::string Tensor::describe() const {
   if (!defined()) return "null tensor";

@@ -2,6 +2,7 @@
 # tests skip without a GPU).
 depengine_add_test(tensor_tests
   tensor_test.cpp
+  tensor_memory_test.cpp
   ops_test.cpp
   ops_errors_test.cpp
   ops_cuda_test.cpp

@@ -48,7 +48,7 @@ namespace depengine {
 using Shape = std::vector<std::int64_t>;
 
 namespace detail {
-struct TensorStorage;
+class TensorStorage;
 struct TensorAccess;
 }
 
@@ -91,7 +91,10 @@ class Tensor {
   /// The variable that orders every operation on this tensor's storage.
   Var var() const;
   /// The storage (device memory on CUDA). Touch it only inside an operation
-  /// that declares `var()` as a read or a write.
+  /// that declares `var()` as a read or a write. CPU memory is allocated at
+  /// its first touch: by the first operation that runs on the tensor, or by
+  /// this call (so an allocation failure of an op's result is that op's
+  /// error, rethrown by the blockers). Throws std::bad_alloc.
   void* data() const;
   /// "float32[2, 3] on cpu", for messages.
   std::string describe() const;

@@ -1,12 +1,13 @@
 #pragma once
 // BufferCache: host memory of freed tensors, kept for the next tensor of
-// about the same size. A temporary's buffer is allocated by the frontend and
-// freed by the worker that runs its deletion, while the frontend allocates
-// the next step's buffers: through malloc the two threads meet on the
+// about the same size. Buffers are taken and given back on different
+// threads (the workers that first touch them and run their deletions, a
+// frontend's Tensor::data()): through malloc those threads meet on the
 // allocator's arena lock and sleep on it (in the MLP training loop, a third
-// of the engine's context switches). Here a free is a push on its size
-// class's list under a short lock, and an allocation takes the most recently
-// freed buffer of its class, the one most likely still in a cache.
+// of the engine's context switches when the frontend allocated). Here a free
+// is a push on its size class's list under a short lock, and an allocation
+// takes the most recently freed buffer of its class, the one most likely
+// still in a cache.
 //
 // Sizes are rounded up to a class, four per power of two (at most 25% more
 // than asked), and the cache holds at most `capacity` bytes: a buffer freed
