@@ -67,8 +67,11 @@ Cost binary(const char* name, detail::BinaryOp op, const Tensor& a, const Tensor
   // The backend is found again when it runs: with it, the closure would
   // outgrow what an operation stores without allocating.
   push_op(name, out.engine(), out.device(), Access().read(a).read(b).write(out),
-          [op, t = out.dtype(), pa = detail::Memory(a), pb = detail::Memory(b), nb, po = detail::Memory(out), n](RunContext& ctx) {
-            if (nb > 0) detail::backend_for(ctx.device).binary(op, t, pa.get(), pb.get(), nb, po.get(), n, ctx.stream);
+          [op, t = out.dtype(), pa = detail::Memory(a), pb = detail::Memory(b), nb, po = detail::Memory(out),
+           n](RunContext& ctx) {
+            if (nb > 0) {
+              detail::backend_for(ctx.device).binary(op, t, pa.get(), pb.get(), nb, po.get(), n, ctx.stream);
+            }
           });
   return {static_cast<double>(n), bytes_of(2 * n + nb, out.dtype())};
 }
@@ -91,7 +94,8 @@ Cost scale(const Tensor& x, double alpha, const Tensor& out) {
   detail::require_shape("scale", "out", out, x.shape());
   const auto& backend = detail::backend_for(out.device());
   push_op("scale", out.engine(), out.device(), Access().read(x).write(out),
-          [&backend, t = x.dtype(), alpha, px = detail::Memory(x), po = detail::Memory(out), n = x.numel()](RunContext& ctx) {
+          [&backend, t = x.dtype(), alpha, px = detail::Memory(x), po = detail::Memory(out),
+           n = x.numel()](RunContext& ctx) {
             backend.scale(t, alpha, px.get(), po.get(), n, ctx.stream);
           });
   return {static_cast<double>(x.numel()), bytes_of(2 * x.numel(), x.dtype())};
@@ -103,7 +107,8 @@ Cost axpy(double alpha, const Tensor& x, const Tensor& y) {
   detail::require_shape("axpy", "y", y, x.shape());
   const auto& backend = detail::backend_for(y.device());
   push_op("axpy", y.engine(), y.device(), Access().read(x).write(y),
-          [&backend, t = x.dtype(), alpha, px = detail::Memory(x), py = detail::Memory(y), n = x.numel()](RunContext& ctx) {
+          [&backend, t = x.dtype(), alpha, px = detail::Memory(x), py = detail::Memory(y),
+           n = x.numel()](RunContext& ctx) {
             backend.axpby(t, alpha, px.get(), 1.0, py.get(), n, ctx.stream);
           });
   return {2.0 * static_cast<double>(x.numel()), bytes_of(3 * x.numel(), x.dtype())};
@@ -128,8 +133,10 @@ Cost relu_grad(const Tensor& x, const Tensor& grad_out, const Tensor& grad_in) {
   detail::require_shape("relu_grad", "grad_in", grad_in, x.shape());
   const auto& backend = detail::backend_for(grad_in.device());
   push_op("relu_grad", x.engine(), x.device(), Access().read(x).read(grad_out).write(grad_in),
-          [&backend, t = x.dtype(), px = detail::Memory(x), pdy = detail::Memory(grad_out), pdx = detail::Memory(grad_in),
-           n = x.numel()](RunContext& ctx) { backend.relu_grad(t, px.get(), pdy.get(), pdx.get(), n, ctx.stream); });
+          [&backend, t = x.dtype(), px = detail::Memory(x), pdy = detail::Memory(grad_out),
+           pdx = detail::Memory(grad_in), n = x.numel()](RunContext& ctx) {
+            backend.relu_grad(t, px.get(), pdy.get(), pdx.get(), n, ctx.stream);
+          });
   return {static_cast<double>(x.numel()), bytes_of(3 * x.numel(), x.dtype())};
 }
 

@@ -28,8 +28,8 @@ Cost softmax_cross_entropy(const Tensor& logits, const Tensor& labels, const Ten
   }
   const auto& backend = detail::backend_for(loss.device());
   detail::push_op(name, loss.engine(), loss.device(), access,
-                  [&backend, t = logits.dtype(), pz = detail::Memory(logits), pl = detail::Memory(labels), rows, classes,
-                   ploss = detail::Memory(loss), pg = detail::Memory(grad)](RunContext& ctx) {
+                  [&backend, t = logits.dtype(), pz = detail::Memory(logits), pl = detail::Memory(labels), rows,
+                   classes, ploss = detail::Memory(loss), pg = detail::Memory(grad)](RunContext& ctx) {
                     backend.softmax_cross_entropy(t, pz.get(), static_cast<const std::int32_t*>(pl.get()), rows,
                                                   classes, ploss.get(), pg.get(), ctx.stream);
                   });

@@ -19,19 +19,20 @@ TensorStorage::TensorStorage(Engine& engine, Device device, std::size_t bytes, c
     : engine_(&engine), device_(device), backend_(&ops::detail::backend_for(device)), staged_for_(staged_for),
       bytes_(bytes) {}
 
-std::shared_ptr<TensorStorage> TensorStorage::make(Engine& engine, Device device, std::size_t bytes) {
-  std::unique_ptr<TensorStorage, Discard> s(new TensorStorage(engine, device, bytes, nullptr));
-  if (!device.is_cpu()) s->memory();
+std::shared_ptr<TensorStorage> TensorStorage::make_with(Engine& engine, Device device, std::size_t bytes,
+                                                        const ops::detail::Backend* staged_for) {
+  std::unique_ptr<TensorStorage, Discard> s(new TensorStorage(engine, device, bytes, staged_for));
+  if (!device.is_cpu() || staged_for) s->memory();
   s->var_ = engine.new_var("tensor");  // on a throw, Discard frees what memory() took
   return std::shared_ptr<TensorStorage>(s.release(), &retire);
 }
 
+std::shared_ptr<TensorStorage> TensorStorage::make(Engine& engine, Device device, std::size_t bytes) {
+  return make_with(engine, device, bytes, nullptr);
+}
+
 std::shared_ptr<TensorStorage> TensorStorage::make_staged(Engine& engine, std::size_t bytes, Device staged_for) {
-  const ops::detail::Backend& backend = ops::detail::backend_for(staged_for);
-  std::unique_ptr<TensorStorage, Discard> s(new TensorStorage(engine, Device::cpu(), bytes, &backend));
-  s->memory();
-  s->var_ = engine.new_var("tensor");
-  return std::shared_ptr<TensorStorage>(s.release(), &retire);
+  return make_with(engine, Device::cpu(), bytes, &ops::detail::backend_for(staged_for));
 }
 
 void* TensorStorage::memory() {

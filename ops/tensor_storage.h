@@ -43,6 +43,9 @@ class TensorStorage {
  private:
   TensorStorage(Engine& engine, Device device, std::size_t bytes, const ops::detail::Backend* staged_for);
   ~TensorStorage() = default;
+  // Both kinds: memory now unless it is plain CPU memory, then the variable.
+  static std::shared_ptr<TensorStorage> make_with(Engine& engine, Device device, std::size_t bytes,
+                                                  const ops::detail::Backend* staged_for);
   void give_back(void* data) const noexcept;
   // Frees the memory and the storage.
   struct Discard {

@@ -1,7 +1,6 @@
 // CPU tensor memory is allocated at its first touch (ops/tensor_storage.h):
 // by the first op that runs on the tensor, or by Tensor::data().
 
-#include <atomic>
 #include <cstdint>
 #include <limits>
 #include <mutex>
@@ -44,7 +43,6 @@ TEST(TensorMemory, FirstTouchesAtOnceAgreeOnOneBuffer) {
   auto engine = std::make_unique<Engine>(EngineOptions{.cpu_threads = 4, .read_environment = false});
   for (int round = 0; round < 50; ++round) {
     Tensor untouched = Tensor::empty(*engine, {1024});
-    Tensor sink = Tensor::zeros(*engine, {1024});
     std::mutex mutex;
     std::set<const void*> seen;
     for (int i = 0; i < 8; ++i) {
