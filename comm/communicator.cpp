@@ -6,6 +6,7 @@
 #include "depengine/comm.h"
 
 #include <depengine/executor.h>
+#include <depengine/ops.h>
 
 #include <algorithm>
 #include <climits>
@@ -18,6 +19,7 @@
 #include "comm/host_math.h"
 #include "comm/host_staging.h"
 #include "comm/inline_executor.h"
+#include "comm/local_nccl.h"
 #include "comm/process_group.h"
 
 namespace depengine {
@@ -44,6 +46,7 @@ struct CommState {
   std::uint64_t calls = 0;
   std::size_t piece_bytes = 0;
   bool stage_every_device = false;  // HostStaging for every non-CPU tensor (host_staged_world)
+  std::shared_ptr<LocalNccl> nccl;  // null without NCCL, or GPUs for it
 };
 
 }  // namespace detail
@@ -271,13 +274,22 @@ Communicator Communicator::world(Engine& engine, const CommOptions& options) {
   state->engine = &engine;
   state->piece_bytes = options.piece_bytes;
   state->group = detail::make_world_group(options);
+  if (options.nccl) state->nccl = detail::make_local_nccl(2);
   add_hand_off_device(engine);
   return Communicator(std::move(state));
 }
 
 Communicator detail::host_staged_world(Engine& engine, const CommOptions& options) {
-  Communicator comm = Communicator::world(engine, options);
+  CommOptions staged = options;
+  staged.nccl = false;
+  Communicator comm = Communicator::world(engine, staged);
   comm.state_->stage_every_device = true;
+  return comm;
+}
+
+Communicator detail::nccl_world(Engine& engine) {
+  Communicator comm = Communicator::world(engine, {.nccl = false});
+  comm.state_->nccl = detail::make_local_nccl(1);
   return comm;
 }
 
@@ -286,6 +298,7 @@ Communicator detail::local_communicator(Engine& engine) {
   state->engine = &engine;
   state->piece_bytes = CommOptions{}.piece_bytes;
   state->group = detail::make_single_process_group("the KVStore's devices of this process");
+  state->nccl = detail::make_local_nccl(2);
   add_hand_off_device(engine);
   return Communicator(std::move(state));
 }
@@ -294,8 +307,26 @@ Communicator::~Communicator() = default;
 
 int Communicator::process_rank() const { return state_->group->rank(); }
 int Communicator::process_count() const { return state_->group->size(); }
-std::string Communicator::describe() const { return state_->group->describe(); }
+std::string Communicator::describe() const {
+  return state_->group->describe() + (state_->nccl ? "; NCCL between this process's GPUs" : "");
+}
 CommStats Communicator::stats() const { return state_->group->stats(); }
+
+namespace {
+
+// Whether NCCL runs a call on these tensors.
+bool by_nccl(const CommState& s, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs) {
+  return s.nccl && s.nccl->takes(inputs, outputs);
+}
+
+// Pushes a call of a process of its own to NCCL when NCCL takes it (across
+// processes, every collective but allreduce keeps to the host path).
+bool pushed_to_nccl(CommState& s, detail::NcclCollective kind, ReduceOp op, const std::vector<Tensor>& inputs,
+                    const std::vector<Tensor>& outputs, const PushOptions& options, std::string_view name) {
+  if (s.group->size() > 1 || !by_nccl(s, inputs, outputs)) return false;
+  s.nccl->push(*s.engine, kind, op, inputs, outputs, {.priority = options.priority, .name = name_or(options, name)});
+  return true;
+}
 
 // Inside the process, the ring of the chapter over the L local tensors,
 // each cut into L chunks: in reduce-scatter step s tensor i adds chunk
@@ -306,10 +337,12 @@ CommStats Communicator::stats() const { return state_->group->stats(); }
 // tensor has its own variable for the call, so the steps of different
 // chunks run at once; a first and a last operation per tensor take its
 // variable, ordering the call against the tensor's other operations.
-void Communicator::allreduce(std::vector<Tensor> tensors, ReduceOp op, const PushOptions& options) {
-  CommState& s = *state_;
-  require_tensors("allreduce", *s.engine, tensors, "tensors", true);
-  require_distinct("allreduce", {&tensors});
+//
+// Pushed under the push mutex. `ranks_here`: the ranks this process holds,
+// which a mean divides by (more than the tensors when NCCL summed the GPUs'
+// tensors into the one given here).
+void push_ring_allreduce(CommState& s, std::vector<Tensor> tensors, ReduceOp op, const PushOptions& options,
+                         int ranks_here) {
   Engine& engine = *s.engine;
   const int local = static_cast<int>(tensors.size());
   const bool across = s.group->size() > 1;
@@ -319,12 +352,11 @@ void Communicator::allreduce(std::vector<Tensor> tensors, ReduceOp op, const Pus
   const std::string_view name = name_or(options, "allreduce");
   const detail::HostStaging staging(tensors, tensors.size(), /*written=*/true, s.stage_every_device);
 
-  std::lock_guard lock(s.push_mutex);
   const std::uint64_t call = s.calls++;
   // Across processes a mean divides by every process's tensor count: the
   // counts travel summed beside the data, as one more element.
   Tensor total_ranks;
-  if (across && mean) total_ranks = Tensor::full(engine, {1}, local, dtype);
+  if (across && mean) total_ranks = Tensor::full(engine, {1}, ranks_here, dtype);
   // Every process exchanges the whole sum of its tensors in the same pieces,
   // whatever its number of local tensors, so processes may differ in it.
   auto exchange_whole = [&](const Tensor& sum) {
@@ -352,7 +384,7 @@ void Communicator::allreduce(std::vector<Tensor> tensors, ReduceOp op, const Pus
   // `into`: the variable that stands for them.
   auto divide = [&](const Tensor& t, std::int64_t offset, std::int64_t count, Var into) {
     if (!mean || count == 0) return;
-    const double fixed = 1.0 / local;
+    const double fixed = 1.0 / ranks_here;
     std::vector<Var> reads;
     if (across) reads.push_back(total_ranks.var());
     const void* total = across ? total_ranks.data() : nullptr;
@@ -446,6 +478,25 @@ void Communicator::allreduce(std::vector<Tensor> tensors, ReduceOp op, const Pus
   staging.copy_back();
 }
 
+}  // namespace
+
+void Communicator::allreduce(std::vector<Tensor> tensors, ReduceOp op, const PushOptions& options) {
+  CommState& s = *state_;
+  require_tensors("allreduce", *s.engine, tensors, "tensors", true);
+  require_distinct("allreduce", {&tensors});
+  if (pushed_to_nccl(s, detail::NcclCollective::allreduce, op, tensors, tensors, options, "allreduce")) return;
+  const int local = static_cast<int>(tensors.size());
+  std::lock_guard lock(s.push_mutex);
+  if (!by_nccl(s, tensors, tensors)) return push_ring_allreduce(s, std::move(tensors), op, options, local);
+  // NCCL sums the process's GPUs; the sum goes to the other processes from
+  // a host copy, and its result back into every GPU.
+  s.nccl->push(*s.engine, detail::NcclCollective::allreduce, ReduceOp::sum, tensors, tensors,
+               {.priority = options.priority, .name = name_or(options, "allreduce")});
+  const Tensor sum = tensors[0].copy_to(Device::cpu());
+  push_ring_allreduce(s, {sum}, op, options, local);
+  for (const Tensor& t : tensors) ops::copy(sum, t);
+}
+
 void Communicator::broadcast(std::vector<Tensor> tensors, int root_process, const PushOptions& options) {
   CommState& s = *state_;
   require_tensors("broadcast", *s.engine, tensors, "tensors", false);
@@ -454,6 +505,9 @@ void Communicator::broadcast(std::vector<Tensor> tensors, int root_process, cons
   if (root_process < 0 || root_process >= processes) {
     fail("broadcast", "root process " + std::to_string(root_process) + " is not in [0, " +
                           std::to_string(processes) + ")");
+  }
+  if (pushed_to_nccl(s, detail::NcclCollective::broadcast, ReduceOp::sum, tensors, tensors, options, "broadcast")) {
+    return;
   }
   const int local = static_cast<int>(tensors.size());
   const detail::HostStaging staging(tensors, 1, /*written=*/true, s.stage_every_device);
@@ -503,6 +557,9 @@ void Communicator::allgather(std::vector<Tensor> inputs, std::vector<Tensor> out
   const std::int64_t total = outputs[0].numel();
   const std::int64_t ranks = ranks_of_shapes("allgather", s, local, total, n, "each output (" + outputs[0].describe() + ")");
   if (total > INT_MAX) fail("allgather", "the output has more elements than MPI counts (2^31 - 1)");
+  if (pushed_to_nccl(s, detail::NcclCollective::allgather, ReduceOp::sum, inputs, outputs, options, "allgather")) {
+    return;
+  }
   const DType dtype = inputs[0].dtype();
   const detail::HostStaging staged_inputs(inputs, inputs.size(), /*written=*/false, s.stage_every_device);
   const detail::HostStaging staged_outputs(outputs, 0, /*written=*/true, s.stage_every_device);
@@ -578,6 +635,9 @@ void Communicator::reduce_scatter(std::vector<Tensor> inputs, std::vector<Tensor
   const std::int64_t ranks = ranks_of_shapes("reduce_scatter", s, local, total, n,
                                              "each input (" + inputs[0].describe() + ", for outputs " +
                                                  outputs[0].describe() + ")");
+  if (pushed_to_nccl(s, detail::NcclCollective::reduce_scatter, op, inputs, outputs, options, "reduce_scatter")) {
+    return;
+  }
   const std::string_view name = name_or(options, "reduce_scatter");
   const detail::HostStaging staged_inputs(inputs, inputs.size(), /*written=*/false, s.stage_every_device);
   const detail::HostStaging staged_outputs(outputs, 0, /*written=*/true, s.stage_every_device);

@@ -9,14 +9,16 @@
 #   ... copy BUNDLE_DIR to the GPU machine, then there:
 #   scripts/gpu-check.sh --prebuilt BUNDLE_DIR
 #
-# cuBLAS is left out (hundreds of MB): gpu-check.sh finds the GPU machine's own.
+# cuBLAS and NCCL are left out (hundreds of MB): gpu-check.sh finds the GPU
+# machine's own. comm_mpi_tests needs the machine's mpirun (Open MPI).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 arch=${1:-90}
 bundle=${2:-$root/build-gpu-bundle}
 build=$root/build-gpu
-programs=(device_cuda_tests device_cuda_bench tensor_tests mlp_train core_bench depbench depbench_scenario_tests comm_tests kvstore_tests)
+programs=(device_cuda_tests device_cuda_bench tensor_tests mlp_train core_bench depbench depbench_scenario_tests comm_tests
+  comm_nccl_tests comm_mpi_tests kvstore_tests)
 
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DDEPENGINE_WITH_CUDA=ON -DDEPENGINE_BENCH_STARPU=OFF \
   "-DCMAKE_CUDA_ARCHITECTURES=$arch" >/dev/null
@@ -36,7 +38,7 @@ for lib in $(ldd "$bundle"/bin/* | awk '$3 ~ /^\// { print $3 }' | sort -u); do
   name=$(basename "$lib")
   case $name in
     libc.so* | libm.so* | libpthread.so* | libdl.so* | librt.so* | ld-linux*) ;;
-    libcuda.so* | libcublas*) ;;
+    libcuda.so* | libcublas* | libnccl*) ;;
     libstdc++.so* | libgcc_s.so*) cp -L "$lib" "$bundle/compat/$name" ;;
     *) cp -L "$lib" "$bundle/lib/$name" ;;
   esac

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU check, for a machine with an NVIDIA GPU: builds depengine with CUDA,
 # runs the GPU tests (the CUDA device and its CUDA graph replays, the ops on CUDA, depbench's GPU
-# scenarios, collectives and KVStores of CUDA tensors, the MLP example on CUDA) and the
+# scenarios, collectives and KVStores of CUDA tensors, NCCL between GPUs and under
+# mpirun with 2 processes, the MLP example on CUDA) and the
 # GPU benchmarks, and prints a
 # short table last.
 # Stays within 5 minutes (each step gets what is left of a 290 s budget).
@@ -63,11 +64,13 @@ else
     { tail -n 30 "$build.configure.log"; exit 1; }
   echo "== build"
   timeout "$(left)" cmake --build "$build" -j "$(nproc)" \
-    --target device_cuda_tests device_cuda_bench tensor_tests depbench_scenario_tests mlp_train comm_tests kvstore_tests \
+    --target device_cuda_tests device_cuda_bench tensor_tests depbench_scenario_tests mlp_train comm_tests \
+    comm_nccl_tests comm_mpi_tests kvstore_tests \
     >"$build.build.log" 2>&1 || { tail -n 30 "$build.build.log"; exit 1; }
   bin=$out/bin
   mkdir -p "$bin"
-  for program in device_cuda_tests device_cuda_bench tensor_tests depbench_scenario_tests mlp_train comm_tests kvstore_tests; do
+  for program in device_cuda_tests device_cuda_bench tensor_tests depbench_scenario_tests mlp_train comm_tests \
+    comm_nccl_tests comm_mpi_tests kvstore_tests; do
     ln -sf "$(find "$build" -type f -name "$program" -perm -u+x | head -n 1)" "$bin/$program"
   done
 fi
@@ -89,6 +92,14 @@ run_tests ops "$bin/tensor_tests" --gtest_filter='CudaOps*'
 run_tests depbench "$bin/depbench_scenario_tests" --gtest_filter='*Cuda*'
 run_tests comm "$bin/comm_tests" --gtest_filter='*StandIns*'
 run_tests kvstore "$bin/kvstore_tests" --gtest_filter='*StandIns*'
+run_tests nccl "$bin/comm_nccl_tests"
+# Two processes sharing the GPU: NCCL inside each, MPI between them.
+if command -v mpirun >/dev/null; then
+  run_tests comm-mpi env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader \
+    mpirun -np 2 --oversubscribe "$bin/comm_mpi_tests" --gtest_filter='*Nccl*:*StandIns*'
+else
+  echo "== comm-mpi: skipped, no mpirun here (Debian: openmpi-bin)"
+fi
 
 echo "== MLP example on CUDA"
 timeout "$(left)" "$bin/mlp_train" --device cuda --epochs 5 2>&1 | tee "$out/gpu-mlp.log" | tail -n 4

@@ -2,6 +2,8 @@
 # suite under mpirun (2 and 3 processes), with its fault programs.
 depengine_add_test(comm_tests comm_test.cpp)
 target_link_libraries(comm_tests PRIVATE depengine_comm)
+depengine_add_test(comm_nccl_tests comm_nccl_test.cpp)
+target_link_libraries(comm_nccl_tests PRIVATE depengine_comm)
 
 if(DEPENGINE_BUILD_EXAMPLES)
   depengine_add_test(comm_data_parallel_tests comm_data_parallel_test.cpp)

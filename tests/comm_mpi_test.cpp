@@ -14,11 +14,13 @@
 #include <vector>
 
 #include <depengine/comm.h>
+#include <depengine/cuda_memory.h>
 #include <depengine/emulated_device.h>
 #include <depengine/engine.h>
 #include <depengine/ops.h>
 #include <depengine/tensor.h>
 
+#include "tests/support/comm_values.h"
 #include "tests/support/engine_with_devices.h"
 
 namespace depengine {
@@ -27,10 +29,6 @@ namespace {
 #define SKIP_UNLESS_SEVERAL_PROCESSES(comm)                                                        \
   if ((comm).process_count() < 2) GTEST_SKIP() << "needs several processes (run under mpirun); " \
                                                << (comm).describe()
-
-double value_at(int rank, std::int64_t i, int salt) {
-  return static_cast<double>(static_cast<int>((i * 7 + rank * 13 + salt * 31) % 101) - 50);
-}
 
 // A tensor of rank `rank`'s values for `salt`, written by an operation that
 // first sleeps `delay`: the collective's input becomes ready late.
@@ -47,12 +45,6 @@ Tensor produced_late(Engine& engine, int rank, std::int64_t n, DType dtype, Devi
       },
       {}, {t.var()}, {.name = "produce", .device = device});
   return t;
-}
-
-double reduced(double sum, ReduceOp op, int ranks, DType dtype) {
-  if (op == ReduceOp::sum) return sum;
-  if (dtype == DType::float32) return static_cast<float>(sum) * static_cast<float>(1.0 / ranks);
-  return sum * (1.0 / ranks);
 }
 
 // Every tensor holds the sum (or mean) over `ranks` ranks of value_at(r, i, salt).
@@ -114,6 +106,26 @@ TEST(CommMpi, AllreduceThroughHostStandIns) {
                                produced_late(*engine, 2 * p + 1, n, DType::float32, Device::emulated(1), 3, {})};
       comm.allreduce(t, op);
       expect_allreduced(t, ranks, op, DType::float32, 3, "staged, n " + std::to_string(n));
+    }
+  }
+}
+
+// With NCCL inside each process (one GPU each, through detail::nccl_world),
+// the process's sum goes to the other processes from a host copy and back
+// into the GPU.
+TEST(CommMpi, NcclInsideEachProcessThenMpi) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "needs a CUDA GPU (none is visible)";
+  Engine engine;
+  Communicator comm = detail::nccl_world(engine);
+  SKIP_UNLESS_SEVERAL_PROCESSES(comm);
+  if (comm.describe().find("NCCL") == std::string::npos) GTEST_SKIP() << "built without NCCL: " << comm.describe();
+  const int p = comm.process_rank();
+  const Device gpu = Device::cuda(p % cuda_device_count());
+  for (std::int64_t n : {std::int64_t{1}, std::int64_t{(1 << 18) + 5}}) {
+    for (ReduceOp op : {ReduceOp::sum, ReduceOp::mean}) {
+      std::vector<Tensor> t = {make_input(engine, p, n, DType::float32, gpu, 9)};
+      comm.allreduce(t, op);
+      expect_allreduced(t, comm.process_count(), op, DType::float32, 9, "NCCL then MPI, n " + std::to_string(n));
     }
   }
 }

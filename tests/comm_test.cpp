@@ -20,6 +20,7 @@
 #include <depengine/ops.h>
 #include <depengine/tensor.h>
 
+#include "tests/support/comm_values.h"
 #include "tests/support/engine_with_devices.h"
 
 namespace depengine {
@@ -31,27 +32,6 @@ std::unique_ptr<Engine> two_stream_engine(int devices, EngineKind kind = EngineK
 }
 
 bool under_mpi_launcher() { return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK"); }
-
-// Element i of local tensor `rank` of test `salt`: an integer in [-50, 50].
-double value_at(int rank, std::int64_t i, int salt) {
-  return static_cast<double>(static_cast<int>((i * 7 + rank * 13 + salt * 31) % 101) - 50);
-}
-
-Tensor make_input(Engine& engine, int rank, std::int64_t n, DType dtype, Device device, int salt = 0) {
-  std::vector<double> v(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = value_at(rank, i, salt);
-  if (dtype == DType::float64) return Tensor::from_host(engine, std::span<const double>(v), {n}, device);
-  std::vector<float> f(v.begin(), v.end());
-  return Tensor::from_host(engine, std::span<const float>(f), {n}, device);
-}
-
-// What the reduced element is in `dtype`: the exact sum, times 1/ranks for
-// a mean (as the collective computes it).
-double reduced(double sum, ReduceOp op, int ranks, DType dtype) {
-  if (op == ReduceOp::sum) return sum;
-  if (dtype == DType::float32) return static_cast<float>(sum) * static_cast<float>(1.0 / ranks);
-  return sum * (1.0 / ranks);
-}
 
 TEST(Comm, WorldOfOneProcessSaysWhy) {
   if (under_mpi_launcher()) GTEST_SKIP() << "started by an MPI launcher: the world is not this process alone";

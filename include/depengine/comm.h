@@ -19,7 +19,10 @@
 /// each chunk is reduced with MPI's nonblocking collectives (from 16 KiB, a
 /// ring of point-to-point messages), driven by one progress thread per
 /// communicator that sleeps while no collective waits. Small allreduces that
-/// are ready together go out fused (`CommOptions`). CUDA tensors take part
+/// are ready together go out fused (`CommOptions`). Tensors that sit each on
+/// its own CUDA GPU of this process go through NCCL instead, when depengine
+/// is built with it (`CommOptions::nccl`); across processes the process's
+/// sum then travels through a host copy. Other CUDA tensors take part
 /// through host copies in pinned memory: each is copied to the host before
 /// the collective and back after it (MPI as Debian builds it is not
 /// CUDA-aware), by operations on the GPU's copy streams. `world` adds the device
@@ -104,6 +107,10 @@ struct CommOptions {
   /// size, each started as soon as the previous one is, so that large
   /// tensors have no element limit and pieces travel together.
   std::size_t piece_bytes = std::size_t{16} << 20;
+  /// Collectives whose tensors sit each on its own CUDA GPU of this process
+  /// (two or more) go through NCCL, when depengine is built with it; false
+  /// sends them through host copies and the host ring instead.
+  bool nccl = true;
 };
 
 /// What a communicator has sent to the other processes so far.
@@ -127,6 +134,9 @@ Communicator local_communicator(Engine& engine);
 /// through host copies, as CUDA tensors always do: their path, testable
 /// without a GPU.
 Communicator host_staged_world(Engine& engine, const CommOptions& options = {});
+/// `Communicator::world`, with NCCL taking calls on a single GPU too: its
+/// path on a machine with one GPU (the tests).
+Communicator nccl_world(Engine& engine);
 }
 
 class Communicator {
@@ -149,7 +159,8 @@ class Communicator {
 
   int process_rank() const;
   int process_count() const;
-  /// "MPI (Open MPI v4.1.4): process 0 of 2", or why there is no MPI.
+  /// "MPI (Open MPI v4.1.4): process 0 of 2", or why there is no MPI;
+  /// then "; NCCL between this process's GPUs" where NCCL takes part.
   std::string describe() const;
   /// Counts of what went to MPI (all zero in a group of one process).
   CommStats stats() const;
@@ -183,6 +194,7 @@ class Communicator {
   explicit Communicator(std::shared_ptr<detail::CommState> state) : state_(std::move(state)) {}
   friend Communicator detail::local_communicator(Engine& engine);
   friend Communicator detail::host_staged_world(Engine& engine, const CommOptions& options);
+  friend Communicator detail::nccl_world(Engine& engine);
   std::shared_ptr<detail::CommState> state_;
 };
 
