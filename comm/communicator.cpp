@@ -198,6 +198,31 @@ void push_exchanges(CommState& s, std::vector<Exchange> pieces, VarList reads, V
       reads, writes, {.priority = options.priority, .name = name, .device = kHandOffDevice});
 }
 
+// Host tensors of at most this many bytes (of any size, with one CPU
+// worker) are allreduced in one operation: the ring's 2L(L - 1) chunk steps
+// would cost more in hand-offs than their parallelism gains (on the CPU,
+// the workers are the only parallelism). The operation gives the ring's
+// bits, so that results never depend on the choice.
+constexpr std::int64_t kOneOperationBytes = std::int64_t{64} << 10;
+
+// The ring's sums of the L tensors' n elements, in one pass and bit for bit
+// the ring's: chunk c (the ring's cut) added up in the ring's order, from
+// tensor c on around the ring, into `into` (a host buffer), or with `into`
+// null into tensor c itself, scaled by `factor` and copied into the others.
+void ring_order_sums(DType dtype, const std::vector<void*>& tensors, std::int64_t n, void* into, double factor) {
+  const auto local = static_cast<std::int64_t>(tensors.size());
+  for (std::int64_t c = 0; c < local; ++c) {
+    const std::int64_t begin = c * n / local, count = (c + 1) * n / local - begin;
+    auto nth = [&](std::int64_t k) { return tensors[static_cast<std::size_t>((c + k) % local)]; };
+    void* sum = into ? into : nth(0);
+    if (into) detail::host_math::copy(dtype, into, begin, nth(0), begin, count);
+    for (std::int64_t k = 1; k < local; ++k) detail::host_math::add(dtype, sum, nth(k), begin, count);
+    if (into) continue;
+    if (factor != 1.0) detail::host_math::scale(dtype, sum, factor, begin, count);
+    for (std::int64_t k = 1; k < local; ++k) detail::host_math::copy(dtype, nth(k), begin, sum, begin, count);
+  }
+}
+
 // The `part` of the extra exchanges a call makes besides its data's.
 constexpr int kRankCountPart = 1 << 20;
 
@@ -400,6 +425,40 @@ void push_ring_allreduce(CommState& s, std::vector<Tensor> tensors, ReduceOp op,
     const Tensor& x = tensors[0];
     if (across) exchange_whole(x);
     divide(x, 0, n, x.var());
+    return staging.copy_back();
+  }
+
+  const bool on_host = std::all_of(tensors.begin(), tensors.end(), [](const Tensor& t) { return t.device().is_cpu(); });
+  const bool small = n * static_cast<std::int64_t>(dtype_size(dtype)) <= kOneOperationBytes;
+  if (on_host && (small || engine.cpu_threads() == 1)) {
+    // One operation computes the ring's sums and copies them into every
+    // tensor; across processes it computes them into a host buffer that
+    // goes to the other processes, and one more copies it back.
+    std::vector<Var> vars;
+    std::vector<void*> data;
+    for (const Tensor& t : tensors) {
+      vars.push_back(t.var());
+      data.push_back(t.data());
+    }
+    const PushOptions on_cpu{.priority = options.priority, .name = name};
+    if (!across) {
+      engine.push(
+          [dtype, data, n, factor = mean ? 1.0 / ranks_here : 1.0](RunContext&) {
+            ring_order_sums(dtype, data, n, nullptr, factor);
+          },
+          {}, vars, on_cpu);
+      return staging.copy_back();
+    }
+    const Tensor sum = Tensor::empty(engine, {n}, dtype);
+    engine.push([dtype, data, d = sum.data(), n](RunContext&) { ring_order_sums(dtype, data, n, d, 1.0); }, vars,
+                {sum.var()}, on_cpu);
+    exchange_whole(sum);
+    divide(sum, 0, n, sum.var());
+    engine.push(
+        [dtype, data, src = sum.data(), n](RunContext&) {
+          for (void* d : data) detail::host_math::copy(dtype, d, 0, src, 0, n);
+        },
+        {sum.var()}, vars, on_cpu);
     return staging.copy_back();
   }
 

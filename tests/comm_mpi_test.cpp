@@ -110,6 +110,26 @@ TEST(CommMpi, AllreduceThroughHostStandIns) {
   }
 }
 
+// Small CPU tensors (summed by one operation in each process) across
+// processes: sum and mean, at and past the one-operation size.
+TEST(CommMpi, SmallCpuTensorsOverProcesses) {
+  Engine engine;
+  Communicator comm = Communicator::world(engine);
+  SKIP_UNLESS_SEVERAL_PROCESSES(comm);
+  const int p = comm.process_rank(), local = 3, ranks = local * comm.process_count();
+  for (std::int64_t n : {std::int64_t{1}, std::int64_t{16384}, std::int64_t{16385}}) {
+    for (ReduceOp op : {ReduceOp::sum, ReduceOp::mean}) {
+      std::vector<Tensor> t;
+      for (int j = 0; j < local; ++j) {
+        t.push_back(produced_late(engine, p * local + j, n, DType::float32, Device::cpu(), 5,
+                                  std::chrono::microseconds(200 * ((p + j) % 3))));
+      }
+      comm.allreduce(t, op);
+      expect_allreduced(t, ranks, op, DType::float32, 5, "CPU tensors, n " + std::to_string(n));
+    }
+  }
+}
+
 // With NCCL inside each process (one GPU each, through detail::nccl_world),
 // the process's sum goes to the other processes from a host copy and back
 // into the GPU.

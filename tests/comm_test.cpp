@@ -5,8 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -18,6 +20,7 @@
 #include <depengine/emulated_device.h>
 #include <depengine/engine.h>
 #include <depengine/ops.h>
+#include <depengine/profiler.h>
 #include <depengine/tensor.h>
 
 #include "tests/support/comm_values.h"
@@ -99,6 +102,94 @@ TEST(Comm, AllreduceMixesCpuAndEmulatedTensors) {
     const auto got = x.to_host<double>();
     for (std::int64_t i = 0; i < 11; ++i) {
       EXPECT_EQ(got[static_cast<std::size_t>(i)], value_at(0, i, 0) + value_at(1, i, 0) + value_at(2, i, 0));
+    }
+  }
+}
+
+// One allreduce of `ranks` CPU tensors on an engine of `workers`: matches
+// the host reference; returns how many operations it ran (-1 without the
+// profiler).
+long allreduce_cpu_tensors(int workers, int ranks, std::int64_t n, DType dtype, ReduceOp op) {
+  EngineOptions options;
+  options.cpu_threads = workers;
+  Engine engine(options);
+  Communicator comm = Communicator::world(engine);
+  std::vector<Tensor> t;
+  for (int r = 0; r < ranks; ++r) t.push_back(make_input(engine, r, n, dtype, Device::cpu(), ranks));
+  Profiler profiler(engine);
+  if (Profiler::available()) profiler.start();
+  comm.allreduce(t, op, {.name = "grads"});
+  engine.wait_all();
+  long steps = -1;
+  if (Profiler::available()) {
+    profiler.stop();
+    const auto ops = profiler.ops();
+    steps = std::count_if(ops.begin(), ops.end(), [](const ProfiledOp& o) { return o.name == "grads"; });
+  }
+  for (int r = 0; r < ranks; ++r) {
+    const auto got = t[static_cast<std::size_t>(r)].to_host<double>();
+    for (std::int64_t i = 0; i < n; ++i) {
+      double sum = 0;
+      for (int q = 0; q < ranks; ++q) sum += value_at(q, i, ranks);
+      const double expected = reduced(sum, op, ranks, dtype), value = got[static_cast<std::size_t>(i)];
+      if (value != expected) {
+        ADD_FAILURE() << "tensor " << r << ", element " << i << ": " << value << ", expected " << expected;
+        return steps;
+      }
+    }
+  }
+  return steps;
+}
+
+// CPU tensors of at most 64 KiB (of any size, with one CPU worker) are
+// summed by one operation instead of the ring's chunk steps; larger ones
+// take the ring. Both match the reference.
+TEST(Comm, SmallCpuTensorsAllreduceInOneOperation) {
+  for (int workers : {1, 2}) {
+    for (int ranks = 2; ranks <= 4; ++ranks) {
+      for (std::int64_t n : {0, 7, 8192, 16384, 16385}) {
+        for (DType dtype : {DType::float32, DType::float64}) {
+          for (ReduceOp op : {ReduceOp::sum, ReduceOp::mean}) {
+            SCOPED_TRACE(std::to_string(workers) + " workers, " + std::to_string(ranks) + " ranks, n " +
+                         std::to_string(n) + ", " + std::string(dtype_name(dtype)));
+            const long steps = allreduce_cpu_tensors(workers, ranks, n, dtype, op);
+            if (steps < 0) continue;  // built without the profiler
+            const bool small = n * static_cast<std::int64_t>(dtype_size(dtype)) <= (64 << 10);
+            if (small || workers == 1) EXPECT_EQ(steps, 1);
+            else EXPECT_GT(steps, ranks);
+          }
+        }
+      }
+    }
+  }
+}
+
+// The one operation gives the ring's bits: on values whose sums round, 2-4
+// tensors past 64 KiB summed by one operation (one worker) and by the ring
+// (two workers) agree bit for bit.
+TEST(Comm, OneOperationGivesTheRingsBits) {
+  for (int ranks = 2; ranks <= 4; ++ranks) {
+    for (ReduceOp op : {ReduceOp::sum, ReduceOp::mean}) {
+      const std::int64_t n = 16385;
+      std::vector<std::vector<float>> results;
+      for (int workers : {1, 2}) {
+        EngineOptions options;
+        options.cpu_threads = workers;
+        Engine engine(options);
+        Communicator comm = Communicator::world(engine);
+        std::vector<Tensor> t;
+        for (int r = 0; r < ranks; ++r) {
+          std::vector<float> v(static_cast<std::size_t>(n));
+          for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = 1.0f / static_cast<float>(3 + i % 17 + r);
+          t.push_back(Tensor::from_host(engine, std::span<const float>(v), {n}));
+        }
+        comm.allreduce(t, op);
+        for (const Tensor& x : t) results.push_back(x.to_host<float>());
+      }
+      for (int r = 0; r < ranks; ++r) {
+        EXPECT_EQ(results[static_cast<std::size_t>(r)], results[static_cast<std::size_t>(ranks + r)])
+            << ranks << " ranks, tensor " << r;
+      }
     }
   }
 }

@@ -15,7 +15,9 @@
 /// once, read and write their tensors' variables, and a later operation on a
 /// tensor waits for the collective's result. Inside a process, allreduce runs
 /// the ring of the local tensors (reduce-scatter, then allgather, chunk by
-/// chunk, each step an operation on the receiving device); across processes
+/// chunk, each step an operation on the receiving device; CPU tensors of at
+/// most 64 KiB, or with one CPU worker, by one operation that gives the
+/// ring's bits); across processes
 /// each chunk is reduced with MPI's nonblocking collectives (from 16 KiB, a
 /// ring of point-to-point messages), driven by one progress thread per
 /// communicator that sleeps while no collective waits. Small allreduces that
