@@ -345,7 +345,7 @@ bool by_nccl(const CommState& s, const std::vector<Tensor>& inputs, const std::v
 }
 
 // Pushes a call of a process of its own to NCCL when NCCL takes it (across
-// processes, every collective but allreduce keeps to the host path).
+// processes, broadcast, allgather and reduce_scatter keep to the host path).
 bool pushed_to_nccl(CommState& s, detail::NcclCollective kind, ReduceOp op, const std::vector<Tensor>& inputs,
                     const std::vector<Tensor>& outputs, const PushOptions& options, std::string_view name) {
   if (s.group->size() > 1 || !by_nccl(s, inputs, outputs)) return false;
@@ -543,14 +543,17 @@ void Communicator::allreduce(std::vector<Tensor> tensors, ReduceOp op, const Pus
   CommState& s = *state_;
   require_tensors("allreduce", *s.engine, tensors, "tensors", true);
   require_distinct("allreduce", {&tensors});
-  if (pushed_to_nccl(s, detail::NcclCollective::allreduce, op, tensors, tensors, options, "allreduce")) return;
+  const bool nccl = by_nccl(s, tensors, tensors);
+  const PushOptions named{.priority = options.priority, .name = name_or(options, "allreduce")};
+  if (nccl && s.group->size() == 1) {
+    return s.nccl->push(*s.engine, detail::NcclCollective::allreduce, op, tensors, tensors, named);
+  }
   const int local = static_cast<int>(tensors.size());
   std::lock_guard lock(s.push_mutex);
-  if (!by_nccl(s, tensors, tensors)) return push_ring_allreduce(s, std::move(tensors), op, options, local);
+  if (!nccl) return push_ring_allreduce(s, std::move(tensors), op, options, local);
   // NCCL sums the process's GPUs; the sum goes to the other processes from
   // a host copy, and its result back into every GPU.
-  s.nccl->push(*s.engine, detail::NcclCollective::allreduce, ReduceOp::sum, tensors, tensors,
-               {.priority = options.priority, .name = name_or(options, "allreduce")});
+  s.nccl->push(*s.engine, detail::NcclCollective::allreduce, ReduceOp::sum, tensors, tensors, named);
   const Tensor sum = tensors[0].copy_to(Device::cpu());
   push_ring_allreduce(s, {sum}, op, options, local);
   for (const Tensor& t : tensors) ops::copy(sum, t);
