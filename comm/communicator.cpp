@@ -205,6 +205,10 @@ void push_exchanges(CommState& s, std::vector<Exchange> pieces, VarList reads, V
 // bits, so that results never depend on the choice.
 constexpr std::int64_t kOneOperationBytes = std::int64_t{64} << 10;
 
+// Where chunk c of n elements cut into `chunks` begins: the ring's cut, which
+// the one-operation sums must follow to give the ring's bits.
+std::int64_t chunk_begin(std::int64_t c, std::int64_t n, std::int64_t chunks) { return c * n / chunks; }
+
 // The ring's sums of the L tensors' n elements, in one pass and bit for bit
 // the ring's: chunk c (the ring's cut) added up in the ring's order, from
 // tensor c on around the ring, into `into` (a host buffer), or with `into`
@@ -212,7 +216,7 @@ constexpr std::int64_t kOneOperationBytes = std::int64_t{64} << 10;
 void ring_order_sums(DType dtype, const std::vector<void*>& tensors, std::int64_t n, void* into, double factor) {
   const auto local = static_cast<std::int64_t>(tensors.size());
   for (std::int64_t c = 0; c < local; ++c) {
-    const std::int64_t begin = c * n / local, count = (c + 1) * n / local - begin;
+    const std::int64_t begin = chunk_begin(c, n, local), count = chunk_begin(c + 1, n, local) - begin;
     auto nth = [&](std::int64_t k) { return tensors[static_cast<std::size_t>((c + k) % local)]; };
     void* sum = into ? into : nth(0);
     if (into) detail::host_math::copy(dtype, into, begin, nth(0), begin, count);
@@ -462,8 +466,8 @@ void push_ring_allreduce(CommState& s, std::vector<Tensor> tensors, ReduceOp op,
     return staging.copy_back();
   }
 
-  auto chunk_begin = [&](int c) { return static_cast<std::int64_t>(c) * n / local; };
-  auto chunk_size = [&](int c) { return chunk_begin(c + 1) - chunk_begin(c); };
+  auto begin_of = [&](int c) { return chunk_begin(c, n, local); };
+  auto chunk_size = [&](int c) { return begin_of(c + 1) - begin_of(c); };
   auto owner_of = [&](int c) { return mod(c - 1, local); };
   std::vector<std::vector<Var>> chunk(static_cast<std::size_t>(local));
   for (auto& row : chunk) {
@@ -484,7 +488,7 @@ void push_ring_allreduce(CommState& s, std::vector<Tensor> tensors, ReduceOp op,
     const int prev = mod(i - 1, local);
     const Tensor& dst = tensors[static_cast<std::size_t>(i)];
     engine.push(
-        [dtype, add, d = dst.data(), src = tensors[static_cast<std::size_t>(prev)].data(), offset = chunk_begin(c),
+        [dtype, add, d = dst.data(), src = tensors[static_cast<std::size_t>(prev)].data(), offset = begin_of(c),
          count = chunk_size(c)](RunContext&) {
           if (add) detail::host_math::add(dtype, d, src, offset, count);
           else detail::host_math::copy(dtype, d, offset, src, offset, count);
@@ -510,22 +514,22 @@ void push_ring_allreduce(CommState& s, std::vector<Tensor> tensors, ReduceOp op,
     engine.push(
         [dtype, sources = std::move(sources), d = sum.data(), n, local](RunContext&) {
           for (int c = 0; c < local; ++c) {
-            const std::int64_t begin = static_cast<std::int64_t>(c) * n / local;
+            const std::int64_t begin = chunk_begin(c, n, local);
             detail::host_math::copy(dtype, d, begin, sources[static_cast<std::size_t>(c)], begin,
-                                    static_cast<std::int64_t>(c + 1) * n / local - begin);
+                                    chunk_begin(c + 1, n, local) - begin);
           }
         },
         reads, {sum.var()}, {.priority = options.priority, .name = name});
     exchange_whole(sum);
     for (int c = 0; c < local; ++c) {
       const Tensor& t = tensors[static_cast<std::size_t>(owner_of(c))];
-      engine.push([dtype, d = t.data(), src = sum.data(), offset = chunk_begin(c), count = chunk_size(c)](
+      engine.push([dtype, d = t.data(), src = sum.data(), offset = begin_of(c), count = chunk_size(c)](
                       RunContext&) { detail::host_math::copy(dtype, d, offset, src, offset, count); },
                   {sum.var()}, {reduced_chunk(c)}, on_device_of(t, options, name));
     }
   }
   for (int c = 0; c < local; ++c) {
-    divide(tensors[static_cast<std::size_t>(owner_of(c))], chunk_begin(c), chunk_size(c), reduced_chunk(c));
+    divide(tensors[static_cast<std::size_t>(owner_of(c))], begin_of(c), chunk_size(c), reduced_chunk(c));
   }
   for (int st = 0; st < local - 1; ++st) {
     for (int i = 0; i < local; ++i) step(i, mod(i - st, local), /*add=*/false);

@@ -34,8 +34,6 @@ std::vector<Tensor> inputs_on_gpus(Engine& engine, int gpus, std::int64_t n, DTy
   return t;
 }
 
-std::vector<double> host_values(const Tensor& t) { return t.to_host<double>(); }
-
 // One GPU, NCCL with one rank: what it exchanges is trivial, how the engine
 // runs it is not.
 class NcclOneGpu : public ::testing::Test {
@@ -57,7 +55,7 @@ TEST_F(NcclOneGpu, AllreducesAreOrderedWithTheTensorsOperations) {
     comm_->allreduce({t}, r % 2 ? ReduceOp::mean : ReduceOp::sum);
     ops::scale(t, 2.0, t);  // on the GPU, after the allreduce, before the next one
   }
-  const auto got = host_values(t);
+  const auto got = t.to_host<double>();
   for (std::int64_t i = 0; i < n; ++i) {
     ASSERT_EQ(got[static_cast<std::size_t>(i)], value_at(0, i, 0) * (1 << kRounds)) << "element " << i;
   }
@@ -75,8 +73,8 @@ TEST_F(NcclOneGpu, EveryCollectiveOfEverySize) {
       comm_->broadcast({b});
       comm_->allgather({a}, {gathered});
       comm_->reduce_scatter({b}, {scattered}, ReduceOp::mean);
-      const auto got_a = host_values(a), got_b = host_values(b);
-      const auto got_gathered = host_values(gathered), got_scattered = host_values(scattered);
+      const auto got_a = a.to_host<double>(), got_b = b.to_host<double>();
+      const auto got_gathered = gathered.to_host<double>(), got_scattered = scattered.to_host<double>();
       for (std::int64_t i = 0; i < n; ++i) {
         const auto k = static_cast<std::size_t>(i);
         ASSERT_EQ(got_a[k], value_at(0, i, 1)) << "allreduce, " << what;
@@ -101,7 +99,7 @@ TEST_F(NcclOneGpu, AFailedInputFailsTheCollectiveAndTheNextOneRuns) {
   }
   Tensor u = make_input(engine_, 0, 100, DType::float32, Device::cuda(0), 3);
   comm_->allreduce({u});
-  EXPECT_EQ(host_values(u)[5], value_at(0, 5, 3));
+  EXPECT_EQ(u.to_host<double>()[5], value_at(0, 5, 3));
 }
 
 TEST_F(NcclOneGpu, DroppingTheCommunicatorAndTensorsWhileInFlightIsSafe) {
@@ -114,7 +112,7 @@ TEST_F(NcclOneGpu, DroppingTheCommunicatorAndTensorsWhileInFlightIsSafe) {
   comm_.reset();  // the operations in flight keep what they need
   engine_.wait_all();
   for (std::size_t j = 0; j < kept.size(); ++j) {
-    EXPECT_EQ(host_values(kept[j])[3], value_at(0, 3, static_cast<int>(j) * 10));
+    EXPECT_EQ(kept[j].to_host<double>()[3], value_at(0, 3, static_cast<int>(j) * 10));
   }
 }
 
@@ -140,7 +138,7 @@ TEST_F(NcclGpus, AllreduceMatchesTheHostReference) {
           auto t = inputs_on_gpus(engine_, gpus, n, dtype, 4);
           comm_->allreduce(t, op);
           for (int g = 0; g < gpus; ++g) {
-            const auto got = host_values(t[static_cast<std::size_t>(g)]);
+            const auto got = t[static_cast<std::size_t>(g)].to_host<double>();
             for (std::int64_t i = 0; i < n; ++i) {
               double sum = 0;
               for (int r = 0; r < gpus; ++r) sum += value_at(r, i, 4);
@@ -171,9 +169,9 @@ TEST_F(NcclGpus, BroadcastAllgatherAndReduceScatterMatchTheHostReference) {
   comm_->allgather(a, gathered);
   comm_->reduce_scatter(s, scattered);
   for (int g = 0; g < gpus; ++g) {
-    const auto got_b = host_values(b[static_cast<std::size_t>(g)]);
-    const auto got_g = host_values(gathered[static_cast<std::size_t>(g)]);
-    const auto got_s = host_values(scattered[static_cast<std::size_t>(g)]);
+    const auto got_b = b[static_cast<std::size_t>(g)].to_host<double>();
+    const auto got_g = gathered[static_cast<std::size_t>(g)].to_host<double>();
+    const auto got_s = scattered[static_cast<std::size_t>(g)].to_host<double>();
     for (std::int64_t i = 0; i < n; ++i) {
       ASSERT_EQ(got_b[static_cast<std::size_t>(i)], value_at(0, i, 5)) << "broadcast, GPU " << g;
       double sum = 0;
@@ -192,7 +190,7 @@ TEST_F(NcclGpus, WithNcclOffTheHostPathGivesTheSameSums) {
   EXPECT_FALSE(says_nccl(host)) << host.describe();
   auto t = inputs_on_gpus(engine_, gpus_, 1001, DType::float64, 8);
   host.allreduce(t);
-  const auto got = host_values(t[1]);
+  const auto got = t[1].to_host<double>();
   for (std::int64_t i = 0; i < 1001; ++i) {
     double sum = 0;
     for (int r = 0; r < gpus_; ++r) sum += value_at(r, i, 8);
