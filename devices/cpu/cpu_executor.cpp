@@ -111,6 +111,7 @@ void CpuExecutor::worker_loop() {
     // A submit may have counted on us as a spinner while we took other work:
     // pass the wake-up on if ops are still waiting.
     if (more) start_worker_if_needed(1);
+    const ReadyQueue::RunScope running(queue_);
     run_batch(batch, count);
   }
   placement_.leave(placed);

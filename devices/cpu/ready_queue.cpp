@@ -20,8 +20,8 @@ thread_local RingCache t_ring_cache;
 
 }  // namespace
 
-ReadyQueue::ReadyQueue(std::size_t consumers)
-    : consumers_(consumers), id_(g_next_queue_id.fetch_add(1, std::memory_order_relaxed)) {
+ReadyQueue::ReadyQueue(std::size_t consumers, std::chrono::nanoseconds steal_delay)
+    : consumers_(consumers), steal_delay_(steal_delay), id_(g_next_queue_id.fetch_add(1, std::memory_order_relaxed)) {
   // Before any push or worker can use the fence.
   AsymmetricFence::init();
 }
@@ -52,6 +52,22 @@ ReadyQueue::Ring* ReadyQueue::my_ring() {
   cache.ids[way] = ring ? id_ : 0;
   cache.rings[way] = ring;
   return ring;
+}
+
+ReadyQueue::Ring* ReadyQueue::my_ring_if_cached() const {
+  const RingCache& cache = t_ring_cache;
+  for (int i = 0; i < RingCache::kWays; ++i) {
+    if (cache.ids[i] == id_) return static_cast<Ring*>(cache.rings[i]);
+  }
+  return nullptr;
+}
+
+ReadyQueue::RunScope::RunScope(ReadyQueue& queue) : ring_(queue.my_ring()) {
+  if (ring_ != nullptr) ring_->owner_runs_ops.store(true, std::memory_order_relaxed);
+}
+
+ReadyQueue::RunScope::~RunScope() {
+  if (ring_ != nullptr) ring_->owner_runs_ops.store(false, std::memory_order_relaxed);
 }
 
 std::size_t ReadyQueue::push(OpBlock* op) {
@@ -96,6 +112,7 @@ std::size_t ReadyQueue::pop_ring(Ring& ring, OpBlock** out, std::size_t max, boo
   // `available` may be stale by now; the pop takes what is really there.
   const std::size_t n = ring.queue.pop(out, std::clamp<std::size_t>(available / consumers_, 1, max));
   more = ring.queue.read_available() != 0;
+  ring.progress.popped();
   ring.consumer_busy.store(false, std::memory_order_release);
   return n;
 }
@@ -107,11 +124,23 @@ std::size_t ReadyQueue::pop_rings(OpBlock** out, std::size_t max, bool& more) {
   // rotation is per thread, not a shared counter every pop would contend on.
   thread_local std::size_t rotation = 0;
   const std::size_t start = rotation++ % n;
+  Ring* own = my_ring_if_cached();
+  if (own != nullptr) {
+    if (std::size_t got = pop_ring(*own, out, max, more)) return got;
+  }
   for (std::size_t i = 0; i < n; ++i) {
     Ring* ring = rings_[(start + i) % n].load(std::memory_order_acquire);
+    if (ring == own || !may_take(*ring)) continue;
     if (std::size_t got = pop_ring(*ring, out, max, more)) return got;
   }
   return 0;
+}
+
+bool ReadyQueue::may_take(Ring& ring) const {
+  if (!ring.owner_runs_ops.load(std::memory_order_relaxed)) return true;
+  // Empty rings cost no clock read and start no watch.
+  if (!ring.maybe_nonempty.load(std::memory_order_relaxed) || ring.queue.read_available() == 0) return false;
+  return ring.progress.may_take(SpinClock::now(), steal_delay_);
 }
 
 OpBlock* ReadyQueue::pop_spill() {

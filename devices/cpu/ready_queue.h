@@ -8,12 +8,19 @@
 // mutex-guarded heap: above-zero ones are taken before the rings, below-zero
 // ones after.
 //
+// A consumer pops its own ring first (a worker's ring holds the successors
+// of the ops it ran). While a ring's thread runs ops it took (RunScope), the
+// other consumers take a share of that ring's ops only once nobody has
+// popped from it for a while (devices/cpu/ring_progress.h); the ops a worker
+// queues while idle (registering a frontend's batch) are anyone's at once.
+//
 // Each ring has a hint, "may be non-empty", so that consumers skip the rings
 // of threads that stopped pushing. A push sets it; only a worker about to
 // sleep clears it (queued_after_retiring), so a push pays no fence: the
 // handshake with the sleeper is an AsymmetricFence.
 
 #include <array>
+#include <chrono>
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -24,14 +31,18 @@
 
 #include <boost/lockfree/spsc_queue.hpp>
 
+#include "devices/cpu/ring_progress.h"
 #include "engine/op_block.h"
+#include "sync/tuning.h"
 
 namespace depengine::detail {
 
 class ReadyQueue {
  public:
   /// `consumers`: how many threads pop, so that a pop takes only its share.
-  explicit ReadyQueue(std::size_t consumers);
+  /// `steal_delay`: how long nobody must have popped from an active
+  /// worker's ring before another consumer takes a share (0: at once).
+  explicit ReadyQueue(std::size_t consumers, std::chrono::nanoseconds steal_delay = tuning::kStealDelay);
   ~ReadyQueue();
 
   /// Queues `op`; returns about how many ops wait in the queue it went to
@@ -55,6 +66,8 @@ class ReadyQueue {
   /// which runs what a push racing with this look leaves queued.
   bool queued_now() const;
 
+  class RunScope;
+
  private:
   static constexpr std::size_t kRingCapacity = 8192;
 
@@ -64,6 +77,8 @@ class ReadyQueue {
   struct Ring {
     boost::lockfree::spsc_queue<OpBlock*, boost::lockfree::capacity<kRingCapacity>> queue;
     alignas(64) std::atomic<bool> consumer_busy{false};
+    std::atomic<bool> owner_runs_ops{false};  // its producer runs ops it took (RunScope)
+    RingProgress progress;
     alignas(64) std::atomic<bool> maybe_nonempty{false};
   };
 
@@ -75,6 +90,8 @@ class ReadyQueue {
   };
 
   Ring* my_ring();
+  Ring* my_ring_if_cached() const;
+  bool may_take(Ring& ring) const;
   std::size_t pop_ring(Ring& ring, OpBlock** out, std::size_t max, bool& more);
   std::size_t pop_rings(OpBlock** out, std::size_t max, bool& more);
   OpBlock* pop_spill();
@@ -83,6 +100,7 @@ class ReadyQueue {
   static constexpr std::size_t kMaxRings = 256;
 
   const std::size_t consumers_;
+  const std::chrono::nanoseconds steal_delay_;
   const std::uint64_t id_;
   std::array<std::atomic<Ring*>, kMaxRings> rings_{};
   std::atomic<std::size_t> ring_count_{0};
@@ -99,6 +117,19 @@ class ReadyQueue {
   std::atomic<int> heap_positive_{0};
   std::atomic<int> heap_size_{0};
   std::uint64_t heap_sequence_ = 0;
+};
+
+/// While it lives, the calling thread runs ops it took from `queue`: the
+/// others leave what it queues meanwhile to it while its ring makes progress.
+class ReadyQueue::RunScope {
+ public:
+  explicit RunScope(ReadyQueue& queue);
+  ~RunScope();
+  RunScope(const RunScope&) = delete;
+  RunScope& operator=(const RunScope&) = delete;
+
+ private:
+  Ring* ring_;
 };
 
 }  // namespace depengine::detail
