@@ -70,7 +70,8 @@ class ReadyQueueOwnership : public ::testing::Test {
 TEST_F(ReadyQueueOwnership, AWorkersOpsAreLeftToItWhileItRuns) {
   ReadyQueue queue(2, std::chrono::hours(1));
   std::vector<OpBlock*> taken;
-  const ReadyQueue::RunScope running(queue);
+  ReadyQueue::RunMark mark(queue);
+  mark.running(true);
   push_all(queue);
   on_other_thread([&] { EXPECT_EQ(pop_all(queue, taken), 0u); });
   EXPECT_EQ(pop_all(queue, taken), ops.size());  // the owner takes its own
@@ -79,7 +80,8 @@ TEST_F(ReadyQueueOwnership, AWorkersOpsAreLeftToItWhileItRuns) {
 TEST_F(ReadyQueueOwnership, OthersTakeThemOnceTheOwnerStalls) {
   ReadyQueue queue(2, std::chrono::milliseconds(1));
   std::vector<OpBlock*> taken;
-  const ReadyQueue::RunScope running(queue);
+  ReadyQueue::RunMark mark(queue);
+  mark.running(true);
   push_all(queue);
   on_other_thread([&] {
     EXPECT_EQ(pop_all(queue, taken), 0u);  // the watch starts
@@ -102,17 +104,19 @@ TEST_F(ReadyQueueOwnership, OpsOfAThreadThatRunsNoneAreTakenAtOnce) {
 TEST_F(ReadyQueueOwnership, OpsOfAWorkerThatStoppedRunningAreTakenAtOnce) {
   ReadyQueue queue(1, std::chrono::hours(1));
   std::vector<OpBlock*> taken;
-  {
-    const ReadyQueue::RunScope running(queue);
-    push_all(queue);
-  }
+  ReadyQueue::RunMark mark(queue);
+  mark.running(true);
+  push_all(queue);
+  mark.running(false);
   on_other_thread([&] { EXPECT_EQ(pop_all(queue, taken), ops.size()); });
 }
 
 TEST_F(ReadyQueueOwnership, OpsAWorkerQueuesWhileIdleAreTakenAtOnce) {
   ReadyQueue queue(1, std::chrono::hours(1));
   std::vector<OpBlock*> taken;
-  { const ReadyQueue::RunScope running(queue); }
+  ReadyQueue::RunMark mark(queue);
+  mark.running(true);
+  mark.running(false);
   push_all(queue);  // as when it registers a frontend's batch
   on_other_thread([&] { EXPECT_EQ(pop_all(queue, taken), ops.size()); });
 }

@@ -72,6 +72,7 @@ void CpuExecutor::start_worker_if_needed(std::size_t backlog) {
 void CpuExecutor::worker_loop() {
   const int placed = placement_.arrive();
   const WorkerScope scope(this);  // its end touches only this thread's state
+  ReadyQueue::RunMark mark(queue_);
   // Ops taken from the queue in one go: one consumer hand-off for several
   // small ops.
   OpBlock* batch[kMaxBatch];
@@ -111,8 +112,9 @@ void CpuExecutor::worker_loop() {
     // A submit may have counted on us as a spinner while we took other work:
     // pass the wake-up on if ops are still waiting.
     if (more) start_worker_if_needed(1);
-    const ReadyQueue::RunScope running(queue_);
+    mark.running(true);
     run_batch(batch, count);
+    mark.running(false);
   }
   placement_.leave(placed);
   running_tasks_.fetch_sub(1, std::memory_order_release);  // last touch of *this

@@ -62,14 +62,6 @@ ReadyQueue::Ring* ReadyQueue::my_ring_if_cached() const {
   return nullptr;
 }
 
-ReadyQueue::RunScope::RunScope(ReadyQueue& queue) : ring_(queue.my_ring()) {
-  if (ring_ != nullptr) ring_->owner_runs_ops.store(true, std::memory_order_relaxed);
-}
-
-ReadyQueue::RunScope::~RunScope() {
-  if (ring_ != nullptr) ring_->owner_runs_ops.store(false, std::memory_order_relaxed);
-}
-
 std::size_t ReadyQueue::push(OpBlock* op) {
   if (op->priority != 0) {
     std::lock_guard lock(heap_mutex_);

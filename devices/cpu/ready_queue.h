@@ -9,7 +9,7 @@
 // ones after.
 //
 // A consumer pops its own ring first (a worker's ring holds the successors
-// of the ops it ran). While a ring's thread runs ops it took (RunScope), the
+// of the ops it ran). While a ring's thread runs ops it took (RunMark), the
 // other consumers take a share of that ring's ops only once nobody has
 // popped from it for a while (devices/cpu/ring_progress.h); the ops a worker
 // queues while idle (registering a frontend's batch) are anyone's at once.
@@ -66,7 +66,7 @@ class ReadyQueue {
   /// which runs what a push racing with this look leaves queued.
   bool queued_now() const;
 
-  class RunScope;
+  class RunMark;
 
  private:
   static constexpr std::size_t kRingCapacity = 8192;
@@ -77,7 +77,7 @@ class ReadyQueue {
   struct Ring {
     boost::lockfree::spsc_queue<OpBlock*, boost::lockfree::capacity<kRingCapacity>> queue;
     alignas(64) std::atomic<bool> consumer_busy{false};
-    std::atomic<bool> owner_runs_ops{false};  // its producer runs ops it took (RunScope)
+    std::atomic<bool> owner_runs_ops{false};  // its producer runs ops it took (RunMark)
     RingProgress progress;
     alignas(64) std::atomic<bool> maybe_nonempty{false};
   };
@@ -119,14 +119,20 @@ class ReadyQueue {
   std::uint64_t heap_sequence_ = 0;
 };
 
-/// While it lives, the calling thread runs ops it took from `queue`: the
-/// others leave what it queues meanwhile to it while its ring makes progress.
-class ReadyQueue::RunScope {
+/// A worker's mark on its ring, looked up once per worker task: between
+/// running(true) and running(false) the calling thread runs ops it took
+/// from `queue`, and the others leave what it queues meanwhile to it while
+/// its ring makes progress. (No destructor: a worker task's last touch of
+/// the queue is its own.)
+class ReadyQueue::RunMark {
  public:
-  explicit RunScope(ReadyQueue& queue);
-  ~RunScope();
-  RunScope(const RunScope&) = delete;
-  RunScope& operator=(const RunScope&) = delete;
+  explicit RunMark(ReadyQueue& queue) : ring_(queue.my_ring()) {}
+  RunMark(const RunMark&) = delete;
+  RunMark& operator=(const RunMark&) = delete;
+
+  void running(bool on) {
+    if (ring_ != nullptr) ring_->owner_runs_ops.store(on, std::memory_order_relaxed);
+  }
 
  private:
   Ring* ring_;
