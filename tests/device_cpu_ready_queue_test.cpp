@@ -65,15 +65,20 @@ class ReadyQueueOwnership : public ::testing::Test {
   void push_all(ReadyQueue& queue) {
     for (OpBlock& op : ops) queue.push(&op);
   }
+  static std::size_t popped_on_other_thread(ReadyQueue& queue) {
+    std::vector<OpBlock*> taken;
+    on_other_thread([&] { pop_all(queue, taken); });
+    return taken.size();
+  }
 };
 
 TEST_F(ReadyQueueOwnership, AWorkersOpsAreLeftToItWhileItRuns) {
   ReadyQueue queue(2, std::chrono::hours(1));
-  std::vector<OpBlock*> taken;
   ReadyQueue::RunMark mark(queue);
   mark.running(true);
   push_all(queue);
-  on_other_thread([&] { EXPECT_EQ(pop_all(queue, taken), 0u); });
+  EXPECT_EQ(popped_on_other_thread(queue), 0u);
+  std::vector<OpBlock*> taken;
   EXPECT_EQ(pop_all(queue, taken), ops.size());  // the owner takes its own
 }
 
@@ -96,29 +101,26 @@ TEST_F(ReadyQueueOwnership, OthersTakeThemOnceTheOwnerStalls) {
 
 TEST_F(ReadyQueueOwnership, OpsOfAThreadThatRunsNoneAreTakenAtOnce) {
   ReadyQueue queue(2, std::chrono::hours(1));
-  std::vector<OpBlock*> taken;
   push_all(queue);  // a frontend's pushes
-  on_other_thread([&] { EXPECT_EQ(pop_all(queue, taken), ops.size()); });
+  EXPECT_EQ(popped_on_other_thread(queue), ops.size());
 }
 
 TEST_F(ReadyQueueOwnership, OpsOfAWorkerThatStoppedRunningAreTakenAtOnce) {
   ReadyQueue queue(1, std::chrono::hours(1));
-  std::vector<OpBlock*> taken;
   ReadyQueue::RunMark mark(queue);
   mark.running(true);
   push_all(queue);
   mark.running(false);
-  on_other_thread([&] { EXPECT_EQ(pop_all(queue, taken), ops.size()); });
+  EXPECT_EQ(popped_on_other_thread(queue), ops.size());
 }
 
 TEST_F(ReadyQueueOwnership, OpsAWorkerQueuesWhileIdleAreTakenAtOnce) {
   ReadyQueue queue(1, std::chrono::hours(1));
-  std::vector<OpBlock*> taken;
   ReadyQueue::RunMark mark(queue);
   mark.running(true);
   mark.running(false);
   push_all(queue);  // as when it registers a frontend's batch
-  on_other_thread([&] { EXPECT_EQ(pop_all(queue, taken), ops.size()); });
+  EXPECT_EQ(popped_on_other_thread(queue), ops.size());
 }
 
 TEST_F(ReadyQueueOwnership, AConsumerPopsItsOwnRingFirst) {
