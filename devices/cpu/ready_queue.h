@@ -20,8 +20,8 @@
 // handshake with the sleeper is an AsymmetricFence.
 
 #include <array>
-#include <chrono>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -122,8 +122,8 @@ class ReadyQueue {
 /// A worker's mark on its ring, looked up once per worker task: between
 /// running(true) and running(false) the calling thread runs ops it took
 /// from `queue`, and the others leave what it queues meanwhile to it while
-/// its ring makes progress. (No destructor: a worker task's last touch of
-/// the queue is its own.)
+/// its ring makes progress. No destructor: a worker clears it after each
+/// batch, and touches nothing of the queue once its task may end.
 class ReadyQueue::RunMark {
  public:
   explicit RunMark(ReadyQueue& queue) : ring_(queue.my_ring()) {}
