@@ -94,11 +94,16 @@ std::size_t ReadyQueue::push_plain(OpBlock* const* ops, std::size_t count) {
   return backlog + spill_size_.fetch_add(rest, std::memory_order_seq_cst) + rest;
 }
 
-std::size_t ReadyQueue::pop_ring(Ring& ring, OpBlock** out, std::size_t max, bool& more) {
+std::size_t ReadyQueue::pop_ring(Ring& ring, OpBlock** out, std::size_t max, bool& more, bool own) {
   // Reads first: a ring that is empty costs no write to its consumer flag.
   if (!ring.maybe_nonempty.load(std::memory_order_relaxed)) return 0;
   const std::size_t available = ring.queue.read_available();
   if (available == 0) return 0;
+  // A running worker's successors are left to it for a while (RingProgress).
+  if (!own && ring.owner_runs_ops.load(std::memory_order_relaxed) &&
+      !ring.progress.may_take(SpinClock::now(), steal_delay_)) {
+    return 0;
+  }
   if (ring.consumer_busy.exchange(true, std::memory_order_acquire)) return 0;
   // Take a share of what is queued, not all of it: other workers get theirs.
   // `available` may be stale by now; the pop takes what is really there.
@@ -118,21 +123,14 @@ std::size_t ReadyQueue::pop_rings(OpBlock** out, std::size_t max, bool& more) {
   const std::size_t start = rotation++ % n;
   Ring* own = my_ring_if_cached();
   if (own != nullptr) {
-    if (std::size_t got = pop_ring(*own, out, max, more)) return got;
+    if (std::size_t got = pop_ring(*own, out, max, more, /*own=*/true)) return got;
   }
   for (std::size_t i = 0; i < n; ++i) {
     Ring* ring = rings_[(start + i) % n].load(std::memory_order_acquire);
-    if (ring == own || !may_take(*ring)) continue;
-    if (std::size_t got = pop_ring(*ring, out, max, more)) return got;
+    if (ring == own) continue;
+    if (std::size_t got = pop_ring(*ring, out, max, more, /*own=*/false)) return got;
   }
   return 0;
-}
-
-bool ReadyQueue::may_take(Ring& ring) const {
-  if (!ring.owner_runs_ops.load(std::memory_order_relaxed)) return true;
-  // Empty rings cost no clock read and start no watch.
-  if (!ring.maybe_nonempty.load(std::memory_order_relaxed) || ring.queue.read_available() == 0) return false;
-  return ring.progress.may_take(SpinClock::now(), steal_delay_);
 }
 
 OpBlock* ReadyQueue::pop_spill() {

@@ -91,8 +91,8 @@ class ReadyQueue {
 
   Ring* my_ring();
   Ring* my_ring_if_cached() const;
-  bool may_take(Ring& ring) const;
-  std::size_t pop_ring(Ring& ring, OpBlock** out, std::size_t max, bool& more);
+  /// `own`: the calling thread's ring, never left to anyone else.
+  std::size_t pop_ring(Ring& ring, OpBlock** out, std::size_t max, bool& more, bool own);
   std::size_t pop_rings(OpBlock** out, std::size_t max, bool& more);
   OpBlock* pop_spill();
   OpBlock* pop_heap(bool positive_only);
