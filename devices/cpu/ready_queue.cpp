@@ -31,10 +31,8 @@ ReadyQueue::~ReadyQueue() {
 }
 
 ReadyQueue::Ring* ReadyQueue::my_ring() {
+  if (Ring* cached = my_ring_if_cached()) return cached;
   RingCache& cache = t_ring_cache;
-  for (int i = 0; i < RingCache::kWays; ++i) {
-    if (cache.ids[i] == id_) return static_cast<Ring*>(cache.rings[i]);
-  }
   Ring* ring = nullptr;
   {
     std::lock_guard lock(rings_mutex_);
