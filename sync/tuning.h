@@ -59,12 +59,6 @@ inline constexpr std::size_t kBackPressureCheckInterval = 64;
 inline constexpr std::size_t kDispatchGroup = 32;
 /// Ops a worker takes from the ready queue at once.
 inline constexpr std::size_t kWorkerBatch = 16;
-/// How long nobody must have popped from an active worker's ring (the
-/// successors of the ops it ran, their inputs in its cache) before another
-/// worker takes a share (devices/cpu/ring_progress.h): about what moving
-/// their data to another core costs, so that a busy owner costs at most
-/// as much per share.
-inline constexpr auto kStealDelay = std::chrono::microseconds(3);
 /// How long an idle worker keeps looking for work before giving its thread
 /// back to oneTBB: bridges the gap between two pushes of a busy frontend,
 /// short enough that an idle engine goes quiet at once.

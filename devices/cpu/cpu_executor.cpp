@@ -72,7 +72,6 @@ void CpuExecutor::start_worker_if_needed(std::size_t backlog) {
 void CpuExecutor::worker_loop() {
   const int placed = placement_.arrive();
   const WorkerScope scope(this);  // its end touches only this thread's state
-  ReadyQueue::RunMark mark(queue_);
   // Ops taken from the queue in one go: one consumer hand-off for several
   // small ops.
   OpBlock* batch[kMaxBatch];
@@ -112,9 +111,7 @@ void CpuExecutor::worker_loop() {
     // A submit may have counted on us as a spinner while we took other work:
     // pass the wake-up on if ops are still waiting.
     if (more) start_worker_if_needed(1);
-    mark.running(true);
     run_batch(batch, count);
-    mark.running(false);
   }
   placement_.leave(placed);
   running_tasks_.fetch_sub(1, std::memory_order_release);  // last touch of *this

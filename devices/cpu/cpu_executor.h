@@ -7,8 +7,7 @@
 // for a short bounded spin, then returns its thread to oneTBB, which parks
 // it. An idle engine therefore uses no CPU. After completing an operation, a
 // worker runs the first CPU successor it made ready itself (inline
-// continuation) instead of queueing it, and the others it queues are left
-// to it while it makes progress (ReadyQueue). Workers active at once keep to
+// continuation) instead of queueing it. Workers active at once keep to
 // different CPUs (WorkerPlacement).
 
 #include <atomic>

@@ -20,8 +20,8 @@ thread_local RingCache t_ring_cache;
 
 }  // namespace
 
-ReadyQueue::ReadyQueue(std::size_t consumers, std::chrono::nanoseconds steal_delay)
-    : consumers_(consumers), steal_delay_(steal_delay), id_(g_next_queue_id.fetch_add(1, std::memory_order_relaxed)) {
+ReadyQueue::ReadyQueue(std::size_t consumers)
+    : consumers_(consumers), id_(g_next_queue_id.fetch_add(1, std::memory_order_relaxed)) {
   // Before any push or worker can use the fence.
   AsymmetricFence::init();
 }
@@ -31,8 +31,10 @@ ReadyQueue::~ReadyQueue() {
 }
 
 ReadyQueue::Ring* ReadyQueue::my_ring() {
-  if (Ring* cached = my_ring_if_cached()) return cached;
   RingCache& cache = t_ring_cache;
+  for (int i = 0; i < RingCache::kWays; ++i) {
+    if (cache.ids[i] == id_) return static_cast<Ring*>(cache.rings[i]);
+  }
   Ring* ring = nullptr;
   {
     std::lock_guard lock(rings_mutex_);
@@ -50,14 +52,6 @@ ReadyQueue::Ring* ReadyQueue::my_ring() {
   cache.ids[way] = ring ? id_ : 0;
   cache.rings[way] = ring;
   return ring;
-}
-
-ReadyQueue::Ring* ReadyQueue::my_ring_if_cached() const {
-  const RingCache& cache = t_ring_cache;
-  for (int i = 0; i < RingCache::kWays; ++i) {
-    if (cache.ids[i] == id_) return static_cast<Ring*>(cache.rings[i]);
-  }
-  return nullptr;
 }
 
 std::size_t ReadyQueue::push(OpBlock* op) {
@@ -92,22 +86,16 @@ std::size_t ReadyQueue::push_plain(OpBlock* const* ops, std::size_t count) {
   return backlog + spill_size_.fetch_add(rest, std::memory_order_seq_cst) + rest;
 }
 
-std::size_t ReadyQueue::pop_ring(Ring& ring, OpBlock** out, std::size_t max, bool& more, bool own) {
+std::size_t ReadyQueue::pop_ring(Ring& ring, OpBlock** out, std::size_t max, bool& more) {
   // Reads first: a ring that is empty costs no write to its consumer flag.
   if (!ring.maybe_nonempty.load(std::memory_order_relaxed)) return 0;
   const std::size_t available = ring.queue.read_available();
   if (available == 0) return 0;
-  // A running worker's successors are left to it for a while (RingProgress).
-  if (!own && ring.owner_runs_ops.load(std::memory_order_relaxed) &&
-      !ring.progress.may_take(SpinClock::now(), steal_delay_)) {
-    return 0;
-  }
   if (ring.consumer_busy.exchange(true, std::memory_order_acquire)) return 0;
   // Take a share of what is queued, not all of it: other workers get theirs.
   // `available` may be stale by now; the pop takes what is really there.
   const std::size_t n = ring.queue.pop(out, std::clamp<std::size_t>(available / consumers_, 1, max));
   more = ring.queue.read_available() != 0;
-  ring.progress.popped();
   ring.consumer_busy.store(false, std::memory_order_release);
   return n;
 }
@@ -119,14 +107,9 @@ std::size_t ReadyQueue::pop_rings(OpBlock** out, std::size_t max, bool& more) {
   // rotation is per thread, not a shared counter every pop would contend on.
   thread_local std::size_t rotation = 0;
   const std::size_t start = rotation++ % n;
-  Ring* own = my_ring_if_cached();
-  if (own != nullptr) {
-    if (std::size_t got = pop_ring(*own, out, max, more, /*own=*/true)) return got;
-  }
   for (std::size_t i = 0; i < n; ++i) {
     Ring* ring = rings_[(start + i) % n].load(std::memory_order_acquire);
-    if (ring == own) continue;
-    if (std::size_t got = pop_ring(*ring, out, max, more, /*own=*/false)) return got;
+    if (std::size_t got = pop_ring(*ring, out, max, more)) return got;
   }
   return 0;
 }

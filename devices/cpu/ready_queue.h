@@ -8,12 +8,6 @@
 // mutex-guarded heap: above-zero ones are taken before the rings, below-zero
 // ones after.
 //
-// A consumer pops its own ring first (a worker's ring holds the successors
-// of the ops it ran). While a ring's thread runs ops it took (RunMark), the
-// other consumers take a share of that ring's ops only once nobody has
-// popped from it for a while (devices/cpu/ring_progress.h); the ops a worker
-// queues while idle (registering a frontend's batch) are anyone's at once.
-//
 // Each ring has a hint, "may be non-empty", so that consumers skip the rings
 // of threads that stopped pushing. A push sets it; only a worker about to
 // sleep clears it (queued_after_retiring), so a push pays no fence: the
@@ -21,7 +15,6 @@
 
 #include <array>
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -31,18 +24,14 @@
 
 #include <boost/lockfree/spsc_queue.hpp>
 
-#include "devices/cpu/ring_progress.h"
 #include "engine/op_block.h"
-#include "sync/tuning.h"
 
 namespace depengine::detail {
 
 class ReadyQueue {
  public:
   /// `consumers`: how many threads pop, so that a pop takes only its share.
-  /// `steal_delay`: how long nobody must have popped from an active
-  /// worker's ring before another consumer takes a share (0: at once).
-  explicit ReadyQueue(std::size_t consumers, std::chrono::nanoseconds steal_delay = tuning::kStealDelay);
+  explicit ReadyQueue(std::size_t consumers);
   ~ReadyQueue();
 
   /// Queues `op`; returns about how many ops wait in the queue it went to
@@ -66,8 +55,6 @@ class ReadyQueue {
   /// which runs what a push racing with this look leaves queued.
   bool queued_now() const;
 
-  class RunMark;
-
  private:
   static constexpr std::size_t kRingCapacity = 8192;
 
@@ -77,8 +64,6 @@ class ReadyQueue {
   struct Ring {
     boost::lockfree::spsc_queue<OpBlock*, boost::lockfree::capacity<kRingCapacity>> queue;
     alignas(64) std::atomic<bool> consumer_busy{false};
-    std::atomic<bool> owner_runs_ops{false};  // its producer runs ops it took (RunMark)
-    RingProgress progress;
     alignas(64) std::atomic<bool> maybe_nonempty{false};
   };
 
@@ -90,9 +75,7 @@ class ReadyQueue {
   };
 
   Ring* my_ring();
-  Ring* my_ring_if_cached() const;
-  /// `own`: the calling thread's ring, never left to anyone else.
-  std::size_t pop_ring(Ring& ring, OpBlock** out, std::size_t max, bool& more, bool own);
+  std::size_t pop_ring(Ring& ring, OpBlock** out, std::size_t max, bool& more);
   std::size_t pop_rings(OpBlock** out, std::size_t max, bool& more);
   OpBlock* pop_spill();
   OpBlock* pop_heap(bool positive_only);
@@ -100,7 +83,6 @@ class ReadyQueue {
   static constexpr std::size_t kMaxRings = 256;
 
   const std::size_t consumers_;
-  const std::chrono::nanoseconds steal_delay_;
   const std::uint64_t id_;
   std::array<std::atomic<Ring*>, kMaxRings> rings_{};
   std::atomic<std::size_t> ring_count_{0};
@@ -117,25 +99,6 @@ class ReadyQueue {
   std::atomic<int> heap_positive_{0};
   std::atomic<int> heap_size_{0};
   std::uint64_t heap_sequence_ = 0;
-};
-
-/// A worker's mark on its ring, looked up once per worker task: between
-/// running(true) and running(false) the calling thread runs ops it took
-/// from `queue`, and the others leave what it queues meanwhile to it while
-/// its ring makes progress. No destructor: a worker clears it after each
-/// batch, and touches nothing of the queue once its task may end.
-class ReadyQueue::RunMark {
- public:
-  explicit RunMark(ReadyQueue& queue) : ring_(queue.my_ring()) {}
-  RunMark(const RunMark&) = delete;
-  RunMark& operator=(const RunMark&) = delete;
-
-  void running(bool on) {
-    if (ring_ != nullptr) ring_->owner_runs_ops.store(on, std::memory_order_relaxed);
-  }
-
- private:
-  Ring* ring_;
 };
 
 }  // namespace depengine::detail
