@@ -18,7 +18,10 @@
 //
 // Each system builds its graph inside the timing: depengine pushes every task
 // (and infers its dependencies), the flow graph is built with its edges
-// given, OpenMP creates tasks with depend clauses.
+// given, OpenMP creates tasks with depend clauses. Each point of each system
+// runs in a child process of its own: a system's threads outlive its runs
+// (OpenMP's pool spins for a while after its parallel region) and would take
+// cores from the next system's runs. The parent starts no threads.
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -36,8 +39,10 @@
 #include <optional>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <depengine/engine.h>
 
@@ -79,6 +84,9 @@ struct Graph {
   int width = 0, steps = 0;
   long iterations = 0;
 };
+
+// Runs the graph once on `workers` threads; returns its wall seconds.
+using System = std::function<double(const Graph&, int)>;
 
 double run_depengine(const Graph& g, int workers) {
   depengine::Engine engine({.cpu_threads = workers, .read_environment = false});
@@ -153,10 +161,57 @@ double run_omp_task(const Graph& g, int workers) {
   return seconds_since(start);
 }
 
-const std::map<std::string, std::function<double(const Graph&, int)>>& systems() {
-  static const std::map<std::string, std::function<double(const Graph&, int)>> all{
+const std::map<std::string, System>& systems() {
+  static const std::map<std::string, System> all{
       {"depengine", run_depengine}, {"tbb_flow_graph", run_tbb_flow_graph}, {"omp_task", run_omp_task}};
   return all;
+}
+
+double best_of(const System& system, const Graph& g, int workers, int runs) {
+  double best = 1e30;
+  for (int r = 0; r < runs; ++r) best = std::min(best, system(g, workers));
+  return best;
+}
+
+// best_of in a forked child, which sends its result back through a pipe;
+// nullopt (with the reason on stderr) when the child does not deliver one.
+std::optional<double> best_of_in_child(const System& system, const Graph& g, int workers, int runs) {
+  int fds[2];
+  if (pipe(fds) != 0) {
+    std::perror("metg: pipe");
+    return std::nullopt;
+  }
+  const pid_t child = fork();
+  if (child < 0) {
+    std::perror("metg: fork");
+    close(fds[0]);
+    close(fds[1]);
+    return std::nullopt;
+  }
+  if (child == 0) {
+    close(fds[0]);
+    const double best = best_of(system, g, workers, runs);
+    const bool sent = write(fds[1], &best, sizeof best) == static_cast<ssize_t>(sizeof best);
+    _exit(sent ? 0 : 1);
+  }
+  close(fds[1]);
+  double best = 0;
+  const bool received = read(fds[0], &best, sizeof best) == static_cast<ssize_t>(sizeof best);
+  close(fds[0]);
+  int status = 0;
+  if (waitpid(child, &status, 0) != child) {
+    std::perror("metg: waitpid");
+    return std::nullopt;
+  }
+  if (WIFSIGNALED(status)) {
+    std::fprintf(stderr, "metg: the child process died of signal %d\n", WTERMSIG(status));
+    return std::nullopt;
+  }
+  if (!received || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::fprintf(stderr, "metg: the child process exited with status %d without a result\n", WEXITSTATUS(status));
+    return std::nullopt;
+  }
+  return best;
 }
 
 // Seconds per kernel iteration on one thread, the best of several timings.
@@ -208,6 +263,7 @@ int main(int argc, char** argv) {
   int width = cores, workers = cores, steps = 1000, runs = 5;
   double max_us = 200, min_us = 0.05, ratio = std::sqrt(2.0);
   std::string system_list = "depengine,tbb_flow_graph,omp_task", json_path;
+  bool in_process = false;
   app.add_option("--width", width, "Columns of the stencil (default: the usable cores)")->check(CLI::Range(1, 4096));
   app.add_option("--workers", workers, "Threads of each system (default: the usable cores)")->check(CLI::Range(1, 1024));
   app.add_option("--steps", steps, "Time steps")->check(CLI::Range(2, 1'000'000));
@@ -217,6 +273,8 @@ int main(int argc, char** argv) {
   app.add_option("--ratio", ratio, "Step between granularities")->check(CLI::Range(1.01, 100.0));
   app.add_option("--systems", system_list, "Comma-separated: depengine, tbb_flow_graph, omp_task");
   app.add_option("--json", json_path, "Write every point and each METG to FILE");
+  app.add_flag("--in-process", in_process,
+               "Run every system in this process (default: each point of each system in a child process of its own)");
   CLI11_PARSE(app, argc, argv);
   const std::vector<std::string> names = split(system_list);
   for (const std::string& name : names) {
@@ -233,8 +291,9 @@ int main(int argc, char** argv) {
   const double iteration_s = seconds_per_iteration();
   const double used_cores = std::min(workers, cores);
   std::printf("metg: stencil_1d, width %d, %d steps, %d workers on %d usable cores; kernel %.2f ns per iteration; "
-              "best of %d runs\n\n",
-              width, steps, workers, cores, iteration_s * 1e9, runs);
+              "best of %d runs, %s\n\n",
+              width, steps, workers, cores, iteration_s * 1e9, runs,
+              in_process ? "every system in one process" : "each point of each system in its own process");
   std::printf("| granularity (µs) |");
   for (const std::string& name : names) std::printf(" %s |", name.c_str());
   std::printf("\n|---|");
@@ -249,9 +308,14 @@ int main(int argc, char** argv) {
     const double work_s = static_cast<double>(width) * steps * graph.iterations * iteration_s;
     std::printf("| %.3g |", granularity_us);
     for (const std::string& name : names) {
-      double best = 1e30;
-      for (int r = 0; r < runs; ++r) best = std::min(best, systems().at(name)(graph, workers));
-      const double efficiency = work_s / (best * used_cores);
+      const System& system = systems().at(name);
+      const std::optional<double> best =
+          in_process ? best_of(system, graph, workers, runs) : best_of_in_child(system, graph, workers, runs);
+      if (!best) {
+        std::fprintf(stderr, "metg: %s at %.3g µs gave no result\n", name.c_str(), granularity_us);
+        return 1;
+      }
+      const double efficiency = work_s / (*best * used_cores);
       curves[name].push_back({granularity_us, efficiency});
       std::printf(" %.0f%% |", efficiency * 100);
     }
@@ -260,7 +324,7 @@ int main(int argc, char** argv) {
   }
 
   nlohmann::json out{{"width", width}, {"steps", steps}, {"workers", workers}, {"cores", cores},
-                     {"ns_per_iteration", iteration_s * 1e9}, {"runs", runs}};
+                     {"ns_per_iteration", iteration_s * 1e9}, {"runs", runs}, {"in_process", in_process}};
   std::printf("\nMETG (50%% efficiency), µs:");
   for (const std::string& name : names) {
     const std::optional<double> metg = crossing(curves[name], 0.5);
