@@ -125,5 +125,27 @@ TEST(SpinWait, ARoundThatLostItsCoreMarksTheContention) {
   EXPECT_EQ(slots.taken(), 0);
 }
 
+TEST(SpinWait, ARoundLooksBetweenItsPausesAndStopsPausingOnceArrived) {
+  SpinnerSlots slots(1);
+  Contention contention;
+  SpinWait spin(1s, SpinWait::kNeverYield, contention, slots);
+  int looks = 0;
+  EXPECT_TRUE(spin.round([&] { return ++looks, false; }));
+  const int looks_per_round = looks;
+  EXPECT_GT(looks_per_round, 1) << "one look per pause";
+  looks = 0;
+  EXPECT_TRUE(spin.round([&] { return ++looks == 2; })) << "arriving does not end the spin: the caller looks";
+  EXPECT_EQ(looks, 2) << "no pause after the arrival";
+}
+
+TEST(SpinWait, AYieldingRoundDoesNotLook) {
+  SpinnerSlots slots(1);
+  Contention contention;
+  SpinWait spin(1s, SpinWait::kYieldEachRound, contention, slots);
+  int looks = 0;
+  spin.round([&] { return ++looks, false; });
+  EXPECT_EQ(looks, 0);
+}
+
 }  // namespace
 }  // namespace depengine::detail
