@@ -557,7 +557,14 @@ class ThreadedEngine final : public EngineCore {
   }
 
   void wake_waiters() {
-    if (waiters_.load(std::memory_order_seq_cst) + bp_waiters_.load(std::memory_order_seq_cst) == 0) return;
+    const int waiters = waiters_.load(std::memory_order_seq_cst);
+    const int bp_waiters = bp_waiters_.load(std::memory_order_seq_cst);
+    if (waiters + bp_waiters == 0) return;
+    // Those in wait_all wait for nothing in flight: woken before, they would
+    // only look and sleep again, and a graph of dependent steps runs its
+    // workers out of work at every step. No wake-up is lost: the thread
+    // whose completion empties the engine calls this after it.
+    if (bp_waiters == 0 && in_flight() > 0) return;
     epoch_.fetch_add(1, std::memory_order_seq_cst);
     epoch_.notify_all();
   }
