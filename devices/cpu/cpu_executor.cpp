@@ -31,7 +31,8 @@ CpuExecutor::CpuExecutor(EngineCore& engine, int threads)
                        : nullptr),
       arena_(threads, /*reserved_for_masters=*/0),
       queue_(static_cast<std::size_t>(threads)),
-      placement_(threads) {}
+      placement_(threads),
+      mailboxes_(threads) {}
 
 CpuExecutor::~CpuExecutor() { shutdown(); }
 
@@ -43,6 +44,14 @@ void CpuExecutor::submit(ReadyOp op) {
 }
 
 void CpuExecutor::submit_plain(OpBlock* const* ops, std::size_t count) {
+  // Straight to workers idly looking for work where there are some; each op
+  // delivered is its receiver's to run, so it needs no other wake-up.
+  if (spinning_.load(std::memory_order_seq_cst) != 0) {
+    const std::size_t delivered = mailboxes_.deliver(ops, count);
+    ops += delivered;
+    count -= delivered;
+    if (count == 0) return;
+  }
   start_worker_if_needed(queue_.push_plain(ops, count));
 }
 
@@ -71,6 +80,7 @@ void CpuExecutor::start_worker_if_needed(std::size_t backlog) {
 
 void CpuExecutor::worker_loop() {
   const int placed = placement_.arrive();
+  const int box = mailboxes_.claim();
   const WorkerScope scope(this);  // its end touches only this thread's state
   // Ops taken from the queue in one go: one consumer hand-off for several
   // small ops.
@@ -79,16 +89,29 @@ void CpuExecutor::worker_loop() {
     bool more = false;
     std::size_t count = queue_.pop(batch, kMaxBatch, more);
     if (count == 0) {
-      engine_.on_cpu_idle();
+      // Open before counted as spinning: a submit that sees the count finds the box.
+      if (box >= 0) mailboxes_.open(box);
       spinning_.fetch_add(1, std::memory_order_seq_cst);
+      // Ready to receive first, then the engine's bookkeeping.
+      engine_.on_cpu_idle();
       // Now and then it lets another thread have this core: on a busy
       // machine the frontend we wait for may be queued behind us on it.
+      // One slot of the batch stays free for what the box may bring.
       SpinWait spin(kIdleSpin, kRoundsPerYield);
-      while (count == 0 && spin.round()) {
-        count = queue_.pop(batch, kMaxBatch, more);
-        if (count == 0 && engine_.on_cpu_spinning()) count = queue_.pop(batch, kMaxBatch, more);
+      while (count == 0 && spin.round([&] { return box >= 0 && mailboxes_.has_delivery(box); })) {
+        if (box >= 0) {
+          if (OpBlock* delivered = mailboxes_.take(box)) {
+            batch[count++] = delivered;
+            break;
+          }
+        }
+        count = queue_.pop(batch, kMaxBatch - 1, more);
+        if (count == 0 && engine_.on_cpu_spinning()) count = queue_.pop(batch, kMaxBatch - 1, more);
       }
       spinning_.fetch_sub(1, std::memory_order_seq_cst);
+      if (box >= 0) {
+        if (OpBlock* delivered = mailboxes_.close(box)) batch[count++] = delivered;
+      }
     }
     if (count == 0) {
       const bool last = active_.fetch_sub(1, std::memory_order_seq_cst) == 1;
@@ -113,6 +136,7 @@ void CpuExecutor::worker_loop() {
     if (more) start_worker_if_needed(1);
     run_batch(batch, count);
   }
+  if (box >= 0) mailboxes_.release(box);
   placement_.leave(placed);
   running_tasks_.fetch_sub(1, std::memory_order_release);  // last touch of *this
 }

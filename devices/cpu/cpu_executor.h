@@ -7,8 +7,10 @@
 // for a short bounded spin, then returns its thread to oneTBB, which parks
 // it. An idle engine therefore uses no CPU. After completing an operation, a
 // worker runs the first CPU successor it made ready itself (inline
-// continuation) instead of queueing it. Workers active at once keep to
-// different CPUs (WorkerPlacement).
+// continuation) instead of queueing it; the others go straight to workers
+// spinning for work where there are some (WorkerMailboxes), else to the
+// ready queue. Workers active at once keep to different CPUs
+// (WorkerPlacement).
 
 #include <atomic>
 #include <memory>
@@ -18,6 +20,7 @@
 
 #include "depengine/executor.h"
 #include "devices/cpu/ready_queue.h"
+#include "devices/cpu/worker_mailboxes.h"
 #include "devices/cpu/worker_placement.h"
 #include "engine/cpu_workers.h"
 #include "sync/tuning.h"
@@ -60,9 +63,10 @@ class CpuExecutor final : public CpuWorkers {
 #endif
   ReadyQueue queue_;
   WorkerPlacement placement_;
+  WorkerMailboxes mailboxes_;
   // A worker that runs out of work writes spinning_, often when it keeps
-  // pace with the frontend: apart from active_ (CpuWorkers), a submit with
-  // one thread (which never reads spinning_) does not miss on it.
+  // pace with the frontend: a line of its own, apart from active_
+  // (CpuWorkers), which every submit reads too.
   alignas(64) std::atomic<int> spinning_{0};  // of the active, idly looking for work
   std::atomic<int> running_tasks_{0};         // worker tasks not yet returned
 };

@@ -1,0 +1,71 @@
+#pragma once
+// WorkerMailboxes: a one-op slot per worker, through which a thread that
+// made an op ready hands it straight to a worker idly looking for work.
+//
+// Through the ready queue, such a hand-off is a chain of cache misses on the
+// receiving core, each waiting for the one before: the ring's write index,
+// its slot, the consumer flag, then the op. A mailbox is one line that the
+// spinning worker reads anyway: the op's address arrives with the miss that
+// tells it there is work. On a stencil, where each completion makes two ops
+// ready and the second goes to the other worker, that miss chain is most of
+// the time between two steps.
+//
+// A worker task claims a box for as long as it runs, opens it while it spins
+// and closes it before it stops spinning; an op delivered meanwhile is the
+// worker's to run, so an op in a box is never left without a worker.
+//
+//   const int box = mailboxes.claim();
+//   mailboxes.open(box);
+//   while (spinning) { if (OpBlock* op = mailboxes.take(box)) run(op); ... }
+//   if (OpBlock* op = mailboxes.close(box)) run(op);
+//   mailboxes.release(box);
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "engine/op_block.h"
+
+namespace depengine::detail {
+
+class WorkerMailboxes {
+ public:
+  /// `boxes`: how many workers may hold one at once.
+  explicit WorkerMailboxes(int boxes);
+
+  /// A box for the calling worker task, -1 when every box is held.
+  int claim();
+  /// Gives the box back (closed, empty).
+  void release(int box);
+
+  /// Accepts deliveries into `box` from now on.
+  void open(int box) { boxes_[box].state.store(kOpen, std::memory_order_seq_cst); }
+  /// The op delivered into the open `box`, if any (the box is then closed).
+  OpBlock* take(int box);
+  /// Whether an op waits in `box` (one load of the receiver's own line).
+  bool has_delivery(int box) const { return boxes_[box].state.load(std::memory_order_relaxed) > kOpen; }
+  /// Stops accepting; returns the op delivered before that, if any.
+  OpBlock* close(int box);
+
+  /// Puts ops[0], ops[1], ... into open boxes while there are some; returns
+  /// how many it delivered (each now belongs to a spinning worker).
+  std::size_t deliver(OpBlock* const* ops, std::size_t count);
+
+ private:
+  // Box states besides a delivered op's address (never 1 or 2: blocks are
+  // aligned to 64).
+  static constexpr std::uintptr_t kFree = 0;    // no worker holds it
+  static constexpr std::uintptr_t kClosed = 1;  // held, not accepting
+  static constexpr std::uintptr_t kOpen = 2;    // held by a spinning worker
+
+  // Each box on a line of its own: a delivery writes only its receiver's.
+  struct alignas(64) Box {
+    std::atomic<std::uintptr_t> state{kFree};
+  };
+
+  const int count_;
+  std::unique_ptr<Box[]> boxes_;
+};
+
+}  // namespace depengine::detail
