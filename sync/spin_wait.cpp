@@ -7,9 +7,6 @@
 #include "sync/usable_cores.h"
 
 namespace depengine::detail {
-namespace {
-
-}  // namespace
 
 RoundVerdict judge_round(SpinClock::time_point previous, SpinClock::time_point now, SpinClock::time_point deadline) {
   if (now - previous > tuning::kLostCoreRound) return RoundVerdict::lost_core;
