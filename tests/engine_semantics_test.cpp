@@ -155,6 +155,32 @@ TEST_P(Semantics, ConcurrentReadersMayOverlap) {
   EXPECT_TRUE(met.load());
 }
 
+TEST_P(Semantics, IndependentOpsPushedWhileAWorkerSpinsRunAtOnce) {
+  if (GetParam() == EngineKind::Naive) GTEST_SKIP() << "the naive engine runs one op at a time";
+  Engine engine(options(2));
+  // Right after an op, its worker spins for more and registers the next
+  // pushes itself; the two ops made ready then must not both stay with it.
+  // Each waits for the other, boundedly, so a serialised pair shows as a miss.
+  for (int round = 0; round < 50; ++round) {
+    engine.push([](RunContext&) {}, {}, {engine.new_var()});
+    engine.wait_all();
+    std::atomic<int> arrived{0};
+    std::atomic<bool> met{true};
+    for (int i = 0; i < 2; ++i) {
+      engine.push([&](RunContext&) {
+        arrived.fetch_add(1);
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        while (arrived.load() < 2) {
+          if (std::chrono::steady_clock::now() > deadline) { met = false; return; }
+          std::this_thread::yield();
+        }
+      }, {}, {engine.new_var()});
+    }
+    engine.wait_all();
+    ASSERT_TRUE(met.load()) << "round " << round;
+  }
+}
+
 TEST_P(Semantics, PushesFromManyThreadsAreAllRun) {
   Engine engine(options(2));
   constexpr int kThreads = 4, kOps = 5000;

@@ -46,13 +46,15 @@ void CpuExecutor::submit(ReadyOp op) {
 void CpuExecutor::submit_plain(OpBlock* const* ops, std::size_t count) {
   // Straight to workers idly looking for work where there are some; each op
   // delivered is its receiver's to run, so it needs no other wake-up.
+  std::size_t delivered = 0;
   if (spinning_.load(std::memory_order_seq_cst) != 0) {
-    const std::size_t delivered = mailboxes_.deliver(ops, count);
-    ops += delivered;
-    count -= delivered;
-    if (count == 0) return;
+    delivered = mailboxes_.deliver(ops, count);
+    if (delivered == count) return;
   }
-  start_worker_if_needed(queue_.push_plain(ops, count));
+  // The receivers still count as spinning but take nothing from the queue:
+  // what is queued needs workers besides them (one of them may be this
+  // thread, registering pushes while it spins).
+  start_worker_if_needed(queue_.push_plain(ops + delivered, count - delivered) + delivered);
 }
 
 void CpuExecutor::start_worker_if_needed(std::size_t backlog) {
