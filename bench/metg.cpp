@@ -1,5 +1,6 @@
 // metg: the minimum effective task granularity (Task Bench's METG) of
-// depengine, oneTBB's flow graph and OpenMP tasks, in the same run.
+// depengine, oneTBB's flow graph and OpenMP tasks (with depend clauses, and
+// with a taskwait per step), in the same run.
 //
 // The graph is Task Bench's stencil_1d: `width` columns (default: one per
 // core) over `steps` time steps; the task at (t, i) reads the cells
@@ -18,7 +19,8 @@
 //
 // Each system builds its graph inside the timing: depengine pushes every task
 // (and infers its dependencies), the flow graph is built with its edges
-// given, OpenMP creates tasks with depend clauses. Each point of each system
+// given, OpenMP creates tasks with depend clauses (omp_task) or waits for
+// each step's (omp_taskwait). Each point of each system
 // runs in a child process of its own: a system's threads outlive its runs
 // (OpenMP's pool spins for a while after its parallel region) and would take
 // cores from the next system's runs. The parent starts no threads.
@@ -161,9 +163,31 @@ double run_omp_task(const Graph& g, int workers) {
   return seconds_since(start);
 }
 
+// OpenMP's cheapest form of the same graph: a step's tasks, then a
+// taskwait. For width <= 3 every task of a step reads every cell of the one
+// before, so the taskwait is exactly the stencil's dependencies; wider, it
+// waits for more than they do. No depend clauses, so libgomp's throttle
+// (omp_task above) never applies.
+double run_omp_taskwait(const Graph& g, int workers) {
+  Cells cells(g.width);
+  const Clock::time_point start = Clock::now();
+#pragma omp parallel num_threads(workers)
+#pragma omp single
+  for (int t = 0; t < g.steps; ++t) {
+    for (int i = 0; i < g.width; ++i) {
+#pragma omp task firstprivate(t, i)
+      run_task(cells, g.width, t, i, g.iterations);
+    }
+#pragma omp taskwait
+  }
+  return seconds_since(start);
+}
+
 const std::map<std::string, System>& systems() {
-  static const std::map<std::string, System> all{
-      {"depengine", run_depengine}, {"tbb_flow_graph", run_tbb_flow_graph}, {"omp_task", run_omp_task}};
+  static const std::map<std::string, System> all{{"depengine", run_depengine},
+                                                 {"tbb_flow_graph", run_tbb_flow_graph},
+                                                 {"omp_task", run_omp_task},
+                                                 {"omp_taskwait", run_omp_taskwait}};
   return all;
 }
 
@@ -262,7 +286,7 @@ int main(int argc, char** argv) {
   const int cores = depengine::detail::usable_cores();
   int width = cores, workers = cores, steps = 1000, runs = 5;
   double max_us = 200, min_us = 0.05, ratio = std::sqrt(2.0);
-  std::string system_list = "depengine,tbb_flow_graph,omp_task", json_path;
+  std::string system_list = "depengine,tbb_flow_graph,omp_task,omp_taskwait", json_path;
   bool in_process = false;
   app.add_option("--width", width, "Columns of the stencil (default: the usable cores)")->check(CLI::Range(1, 4096));
   app.add_option("--workers", workers, "Threads of each system (default: the usable cores)")->check(CLI::Range(1, 1024));
@@ -271,7 +295,7 @@ int main(int argc, char** argv) {
   app.add_option("--max-grain-us", max_us, "Largest granularity, µs")->check(CLI::Range(0.001, 1e6));
   app.add_option("--min-grain-us", min_us, "Smallest granularity, µs")->check(CLI::Range(0.001, 1e6));
   app.add_option("--ratio", ratio, "Step between granularities")->check(CLI::Range(1.01, 100.0));
-  app.add_option("--systems", system_list, "Comma-separated: depengine, tbb_flow_graph, omp_task");
+  app.add_option("--systems", system_list, "Comma-separated: depengine, tbb_flow_graph, omp_task, omp_taskwait");
   app.add_option("--json", json_path, "Write every point and each METG to FILE");
   app.add_flag("--in-process", in_process,
                "Run every system in this process (default: each point of each system in a child process of its own)");
@@ -279,7 +303,7 @@ int main(int argc, char** argv) {
   const std::vector<std::string> names = split(system_list);
   for (const std::string& name : names) {
     if (!systems().count(name)) {
-      std::fprintf(stderr, "metg: unknown system '%s' (depengine, tbb_flow_graph, omp_task)\n", name.c_str());
+      std::fprintf(stderr, "metg: unknown system '%s' (depengine, tbb_flow_graph, omp_task, omp_taskwait)\n", name.c_str());
       return 2;
     }
   }

@@ -3,7 +3,7 @@
 if(DEPENGINE_BUILD_BENCH)
   set(metg_args --steps 20 --runs 1 --max-grain-us 8 --min-grain-us 2)
   add_test(NAME metg.child_processes
-    COMMAND sh -c "\"$0\" \"$@\" --json metg_test.json && grep -c '\"metg_us\"' metg_test.json | grep -qx 3"
+    COMMAND sh -c "\"$0\" \"$@\" --json metg_test.json && grep -c '\"metg_us\"' metg_test.json | grep -qx 4"
             $<TARGET_FILE:metg> ${metg_args})
   add_test(NAME metg.in_process COMMAND metg ${metg_args} --in-process --systems depengine)
   add_test(NAME metg.unknown_system COMMAND sh -c "\"$0\" --systems nosuch; test $? -eq 2" $<TARGET_FILE:metg>)
