@@ -4,6 +4,7 @@
 // an engine destroyed from inside its own operation.
 
 #include <gtest/gtest.h>
+#include <oneapi/tbb/parallel_for.h>
 
 #include <atomic>
 #include <chrono>
@@ -198,6 +199,29 @@ struct CountedError : std::runtime_error {
   CountedError(const CountedError& other) : std::runtime_error(other) { live.fetch_add(1); }
   ~CountedError() override { live.fetch_sub(1); }
 };
+
+// An op that runs a oneTBB algorithm of its own: where that runs on the
+// engine's arena, its thread may take the engine's next worker task while it
+// waits, nested inside the op (and without a mailbox). Every op still runs
+// once, in order per variable.
+TEST_P(Reliability, OpsThatRunOneTbbAlgorithmsInsideAreAllRun) {
+  Engine engine(options());
+  Var parallel = engine.new_var(), counter = engine.new_var();
+  std::atomic<long> items{0};
+  long count = 0;
+  for (int i = 0; i < 40; ++i) {
+    engine.push([&](RunContext&) {
+      oneapi::tbb::parallel_for(0, 1000, [&](int) { items.fetch_add(1, std::memory_order_relaxed); });
+    }, {}, {parallel});
+    for (int j = 0; j < 20; ++j) engine.push([&, expected = i * 20 + j](RunContext&) {
+      EXPECT_EQ(count, expected);
+      ++count;
+    }, {}, {counter});
+  }
+  engine.wait_all();
+  EXPECT_EQ(items.load(), 40 * 1000);
+  EXPECT_EQ(count, 40 * 20);
+}
 
 TEST_P(Reliability, FailuresReportedByWaitsAreFreed) {
   Engine engine(options());

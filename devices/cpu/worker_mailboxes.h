@@ -34,7 +34,10 @@ class WorkerMailboxes {
   /// `boxes`: how many workers may hold one at once.
   explicit WorkerMailboxes(int boxes);
 
-  /// A box for the calling worker task, -1 when every box is held.
+  /// A box for the calling worker task, -1 when every box is held: one per
+  /// arena slot, but an op that waits inside oneTBB (a parallel_for of its
+  /// own) may run another worker task nested on its thread, which then works
+  /// from the ready queue alone.
   int claim();
   /// Gives the box back (closed, empty).
   void release(int box);
