@@ -205,6 +205,9 @@ struct CountedError : std::runtime_error {
 // waits, nested inside the op (and without a mailbox). Every op still runs
 // once, in order per variable.
 TEST_P(Reliability, OpsThatRunOneTbbAlgorithmsInsideAreAllRun) {
+#if DEPENGINE_TSAN
+  GTEST_SKIP() << "Debian's libtbb is not instrumented: ThreadSanitizer reports parallel_for's own hand-offs";
+#endif
   Engine engine(options());
   Var parallel = engine.new_var(), counter = engine.new_var();
   std::atomic<long> items{0};
