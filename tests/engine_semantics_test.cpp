@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -133,26 +134,38 @@ TEST_P(Semantics, WaitAllRunsQueuedOpsOnTheWaitingThread) {
   EXPECT_EQ(helper_thread, std::this_thread::get_id());
 }
 
+// Ops that each wait for the others of a group of two: they finish only if
+// the engine runs them at the same time. The wait is bounded, so a failure
+// shows as met() false instead of a hang.
+class Rendezvous {
+ public:
+  explicit Rendezvous(std::chrono::seconds patience) : patience_(patience) {}
+  std::function<void(RunContext&)> op() {
+    return [this](RunContext&) {
+      arrived_.fetch_add(1);
+      const auto deadline = std::chrono::steady_clock::now() + patience_;
+      while (arrived_.load() < 2) {
+        if (std::chrono::steady_clock::now() > deadline) { met_ = false; return; }
+        std::this_thread::yield();
+      }
+    };
+  }
+  bool met() const { return met_.load(); }
+
+ private:
+  const std::chrono::seconds patience_;
+  std::atomic<int> arrived_{0};
+  std::atomic<bool> met_{true};
+};
+
 TEST_P(Semantics, ConcurrentReadersMayOverlap) {
   if (GetParam() == EngineKind::Naive) GTEST_SKIP() << "the naive engine runs one op at a time";
   Engine engine(options(2));
   Var v = engine.new_var();
-  // Two readers that each wait for the other: they finish only if the engine
-  // runs them at the same time. A bounded wait keeps a failure from hanging.
-  std::atomic<int> arrived{0};
-  std::atomic<bool> met{true};
-  for (int i = 0; i < 2; ++i) {
-    engine.push([&](RunContext&) {
-      arrived.fetch_add(1);
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-      while (arrived.load() < 2) {
-        if (std::chrono::steady_clock::now() > deadline) { met = false; return; }
-        std::this_thread::yield();
-      }
-    }, {v}, {});
-  }
+  Rendezvous readers(std::chrono::seconds(20));
+  for (int i = 0; i < 2; ++i) engine.push(readers.op(), {v}, {});
   engine.wait_all();
-  EXPECT_TRUE(met.load());
+  EXPECT_TRUE(readers.met());
 }
 
 TEST_P(Semantics, IndependentOpsPushedWhileAWorkerSpinsRunAtOnce) {
@@ -160,24 +173,13 @@ TEST_P(Semantics, IndependentOpsPushedWhileAWorkerSpinsRunAtOnce) {
   Engine engine(options(2));
   // Right after an op, its worker spins for more and registers the next
   // pushes itself; the two ops made ready then must not both stay with it.
-  // Each waits for the other, boundedly, so a serialised pair shows as a miss.
   for (int round = 0; round < 50; ++round) {
     engine.push([](RunContext&) {}, {}, {engine.new_var()});
     engine.wait_all();
-    std::atomic<int> arrived{0};
-    std::atomic<bool> met{true};
-    for (int i = 0; i < 2; ++i) {
-      engine.push([&](RunContext&) {
-        arrived.fetch_add(1);
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-        while (arrived.load() < 2) {
-          if (std::chrono::steady_clock::now() > deadline) { met = false; return; }
-          std::this_thread::yield();
-        }
-      }, {}, {engine.new_var()});
-    }
+    Rendezvous pair(std::chrono::seconds(5));
+    for (int i = 0; i < 2; ++i) engine.push(pair.op(), {}, {engine.new_var()});
     engine.wait_all();
-    ASSERT_TRUE(met.load()) << "round " << round;
+    ASSERT_TRUE(pair.met()) << "round " << round;
   }
 }
 
