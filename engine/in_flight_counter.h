@@ -21,6 +21,13 @@ class InFlightCounter {
   void add_pushed() { stripe().pushed.fetch_add(1, std::memory_order_seq_cst); }
   void add_completed() { stripe().completed.fetch_add(1, std::memory_order_seq_cst); }
 
+  /// Operations completed so far (a measure of the workers' progress).
+  std::uint64_t completed() const {
+    std::uint64_t completed = 0;
+    for (const Stripe& s : stripes_) completed += s.completed.load(std::memory_order_relaxed);
+    return completed;
+  }
+
   /// Operations in flight; 0 means the engine was idle at some instant
   /// during the call. `pushed_elsewhere()` returns the pushes counted
   /// outside this counter.

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/var_adoption.h"
+#include "sync/progress_watch.h"
 #include "sync/spin_wait.h"
 #include "sync/prefetch.h"
 
@@ -93,13 +94,15 @@ std::size_t PushBuffer::flush(ReadyList& ready) {
   return registered;
 }
 
-std::size_t PushBuffer::seal_making_room(ReadyList& ready, RoomWait wait) {
+std::size_t PushBuffer::seal_making_room(ReadyList& ready, RoomWait wait, bool* workers_stalled) {
   // Without the registration lock only once a registrant freed a slot: no
   // other thread seals (a flush empties the current batch instead).
   bool registering = false;
-  if (!wait.for_workers || !wait_for_room(wait)) {
+  bool stalled = false;
+  if (!wait.for_workers || !wait_for_room(wait, stalled)) {
     registering = register_lock_.try_lock();
-    if (!registering && !wait_for_room(wait)) {
+    // A registrant that is not running frees no slot: its lock, which sleeps, leaves it the core.
+    if (!registering && (stalled || !wait_for_room(wait, stalled))) {
       register_lock_.lock();
       registering = true;
     }
@@ -110,13 +113,24 @@ std::size_t PushBuffer::seal_making_room(ReadyList& ready, RoomWait wait) {
   if (!empty()) seal_current();
   lock_.unlock();
   if (registering) register_lock_.unlock();
+  if (workers_stalled != nullptr) *workers_stalled = stalled;
   return registered;
 }
 
-bool PushBuffer::wait_for_room(RoomWait wait) const {
+bool PushBuffer::wait_for_room(RoomWait wait, bool& stalled) const {
   SpinWait spin(wait.spin, wait.yield ? SpinWait::kYieldEachRound : SpinWait::kNeverYield);
+  // A worker at work completes ops or registers batches (a batch of small
+  // ops takes microseconds to register and completes nothing meanwhile).
+  const auto progress = [&] {
+    return wait.workers->completed() + registered_.load(std::memory_order_relaxed);
+  };
+  ProgressWatch workers(wait.workers != nullptr ? progress() : 0, spin.round_end(), tuning::kStallWindow);
   while (spin.round()) {
     if (sealed_count() + 1 < kBatches) return true;
+    if (wait.workers != nullptr && !workers.moving(progress, spin.round_end())) {
+      stalled = true;
+      return false;
+    }
   }
   return false;
 }

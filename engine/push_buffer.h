@@ -52,6 +52,7 @@
 #include <vector>
 
 #include "engine/dependency_tracker.h"
+#include "engine/in_flight_counter.h"
 #include "engine/op_block.h"
 #include "sync/short_lock.h"
 #include "sync/spin_lock.h"
@@ -104,12 +105,17 @@ class PushBuffer {
   /// before waiting on its lock for all of them; with `for_workers`, waits
   /// so first even while nobody registers, for a worker to run out of work
   /// and register, and registers the oldest batch itself only after that.
+  /// With `workers`, the count of their completed operations, the spins
+  /// end as soon as it stands still (ProgressWatch): a registrant that is
+  /// not running frees nothing, and this thread may hold the core it needs.
+  /// `workers_stalled`, when given, tells whether that happened.
   struct RoomWait {
     std::chrono::nanoseconds spin{0};  // none: wait on the lock at once
     bool yield = false;                // each round yields the core, instead of pausing
     bool for_workers = false;
+    const InFlightCounter* workers = nullptr;
   };
-  std::size_t seal_making_room(ReadyList& ready, RoomWait wait);
+  std::size_t seal_making_room(ReadyList& ready, RoomWait wait, bool* workers_stalled = nullptr);
   /// For a periodic check: flushes when operations waited since the
   /// previous call and nothing was registered meanwhile. `holds_ops` tells
   /// whether any remain.
@@ -160,7 +166,8 @@ class PushBuffer {
   const Batch& current() const { return batches_[sealed_end_.load(std::memory_order_relaxed) % kBatches]; }
   void seal_current();  // lock_ held, a free slot
   /// Waits as `wait` says for a registrant to free a slot; whether one did.
-  bool wait_for_room(RoomWait wait) const;
+  /// Sets `stalled` when it stopped because the workers stood still.
+  bool wait_for_room(RoomWait wait, bool& stalled) const;
   /// Registers the `count` oldest sealed batches (register_lock_ held).
   std::size_t register_oldest(std::uint64_t count, ReadyList& ready);
   void register_batch(Batch& batch, ReadyList& ready);  // register_lock_ held

@@ -216,12 +216,15 @@ class ThreadedEngine final : public EngineCore {
       // thread's turns: run them now, on lines still in its cache, and
       // without the switches.
       register_with([&](ReadyList& ready) { return buffer.seal_making_room(ready, kRoomWaitNone); });
-      if (cpu_->help(detail::tuning::kFrontendHelp)) wake_waiters();
+      help_stalled_workers();
     } else if (full && !sealed) {
       // Every slot is taken: make room by registering the oldest batch, or
-      // by waiting for a worker that does.
+      // by waiting for a worker that does. Workers that stood still meanwhile
+      // are not running, maybe waiting for this thread's core: the same case.
       const PushBuffer::RoomWait wait = room_wait(buffer);
-      register_with([&](ReadyList& ready) { return buffer.seal_making_room(ready, wait); });
+      bool stalled = false;
+      register_with([&](ReadyList& ready) { return buffer.seal_making_room(ready, wait, &stalled); });
+      if (stalled && !in_operation()) help_stalled_workers();
     } else if (!full && was_empty) {
       flush_timer_.arm();
     }
@@ -232,8 +235,17 @@ class ThreadedEngine final : public EngineCore {
   // Sleeping on the registrant's lock would cost this thread, the one that
   // feeds the workers, a wake-up, and the registrant a syscall.
   PushBuffer::RoomWait room_wait(const PushBuffer& buffer) const {
-    if (!cpu_->has_spare_core()) return kRoomWaitYielding;
-    return leave_to_workers(buffer) ? kRoomWaitForWorkers : kRoomWaitSpinning;
+    PushBuffer::RoomWait wait = !cpu_->has_spare_core() ? kRoomWaitYielding
+                                : leave_to_workers(buffer) ? kRoomWaitForWorkers
+                                                           : kRoomWaitSpinning;
+    wait.workers = &counter_;
+    return wait;
+  }
+
+  // A frontend whose workers do not run (they share its core, or lost
+  // theirs) runs ready ops itself for a while, then goes on pushing.
+  void help_stalled_workers() {
+    if (cpu_->help(detail::tuning::kFrontendHelp)) wake_waiters();
   }
 
   // Counts the push of `op` (a buffered one is counted by its PushBuffer)

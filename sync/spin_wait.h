@@ -106,6 +106,8 @@ class SpinWait {
     }
     return judge();
   }
+  /// The clock as the last round ended (read once per round anyway).
+  SpinClock::time_point round_end() const { return previous_; }
 
  private:
   static constexpr int kPausesPerRound = 16;  // about 0.2-0.4 µs: the clock costs a tenth to a third

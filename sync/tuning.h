@@ -76,6 +76,13 @@ inline constexpr auto kWorkerMoveGap = std::chrono::milliseconds(2);
 /// How long a blocking call spins before sleeping in the kernel: the answer
 /// is often that close.
 inline constexpr auto kWaitSignalSpin = std::chrono::microseconds(20);
+/// A spinner whose awaited threads made no progress for this long takes
+/// them for not running (sync/progress_watch.h): a running worker completes
+/// a small op every fraction of a microsecond, a descheduled one nothing for
+/// a time slice. Above the few microseconds a vCPU of the development VM
+/// sometimes pauses; ops longer than this read as a stall too, which costs
+/// only the spinner's doing itself what it would have waited for.
+inline constexpr auto kStallWindow = std::chrono::microseconds(10);
 /// A spin round takes well under a microsecond; one that took this long lost
 /// its core to another thread (sync/spin_wait.h). Below a scheduler's time
 /// slice, which a busy neighbour takes; above what interrupts and the other

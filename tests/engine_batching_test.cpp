@@ -337,6 +337,67 @@ TEST(PushBuffer, SealingWithEverySlotTakenForWorkersWaitsForOneToRegister) {
   }
 }
 
+// Workers that complete nothing are not running: the owner stops waiting
+// for them within a few stall windows, not at the end of its spin, says
+// so, and registers the oldest batch itself; order is kept.
+TEST(PushBuffer, SealingWithEverySlotTakenForWorkersStopsWaitingWhenTheyStandStill) {
+  OneVariable one;
+  PushBuffer& buffer = one.buffer;
+  const std::size_t batches = one.fill_every_slot();
+  const detail::InFlightCounter workers;  // nothing completes
+  ReadyList ready;
+  bool stalled = false;
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(buffer.seal_making_room(ready, {.spin = std::chrono::seconds(100), .for_workers = true, .workers = &workers},
+                                    &stalled),
+            2u);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(50));
+  EXPECT_TRUE(stalled);
+  EXPECT_EQ(one.sealed.load(), batches);
+  EXPECT_EQ(buffer.register_sealed(ready), one.ops.size() - 2);
+  EXPECT_EQ(one.queue(), one.pushed());
+}
+
+// Workers that keep completing are waited for, and one that registers frees
+// the slot. This VM's vCPUs sometimes pause for longer than a stall window,
+// which reads as a stall: then the owner must have made room itself.
+TEST(PushBuffer, SealingWithEverySlotTakenForWorkersWaitsWhileTheyComplete) {
+  OneVariable one;
+  PushBuffer& buffer = one.buffer;
+  const std::size_t batches = one.fill_every_slot();
+  detail::InFlightCounter workers;
+  std::atomic<bool> owner_started{false};
+  std::atomic<bool> owner_done{false};
+  std::size_t by_owner = 1;
+  bool stalled = true;
+  std::thread owner([&] {
+    ReadyList ready;
+    owner_started = true;
+    by_owner = buffer.seal_making_room(
+        ready, {.spin = std::chrono::seconds(100), .for_workers = true, .workers = &workers}, &stalled);
+    owner_done = true;
+  });
+  // Completions for a while, as a worker at work makes them.
+  while (!owner_started.load()) workers.add_completed();
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1);
+  while (std::chrono::steady_clock::now() < until) workers.add_completed();
+  const bool waited = !owner_done.load();
+  ReadyList ready;
+  const std::size_t by_worker = buffer.register_sealed(ready);
+  owner.join();
+  if (waited) {
+    EXPECT_FALSE(stalled);
+    EXPECT_EQ(by_owner, 0u);
+    EXPECT_EQ(by_worker, 2 * batches);
+    one.expect_only_the_owners_batch_left();
+  } else {
+    EXPECT_TRUE(stalled || Contention::process().losses() > 0) << "the owner stopped waiting for workers at work";
+    EXPECT_EQ(by_owner, 2u);
+    EXPECT_EQ(buffer.register_sealed(ready), 0u);
+    EXPECT_EQ(one.queue(), one.pushed());
+  }
+}
+
 // When no worker comes within the wait, the owner makes room itself.
 TEST(PushBuffer, SealingWithEverySlotTakenForWorkersRegistersTheOldestWhenNoneComes) {
   OneVariable one;
