@@ -43,8 +43,9 @@ class CpuWorkers : public Executor {
   /// block in wait_all, or one on a worker's CPU) until the queue is empty
   /// or `budget` has passed (checked between batches of a few ops); returns
   /// whether it ran any. Does nothing when the workers already have every
-  /// core.
-  virtual bool help(std::chrono::nanoseconds budget) = 0;
+  /// core, unless `workers_stalled`: workers seen making no progress are not
+  /// running, and leave their cores to whoever runs their ops.
+  virtual bool help(std::chrono::nanoseconds budget, bool workers_stalled = false) = 0;
 
  protected:
   CpuWorkers(int threads, bool spare_core) : threads_(threads), spare_core_(spare_core) {}

@@ -216,7 +216,7 @@ class ThreadedEngine final : public EngineCore {
       // thread's turns: run them now, on lines still in its cache, and
       // without the switches.
       register_with([&](ReadyList& ready) { return buffer.seal_making_room(ready, kRoomWaitNone); });
-      help_stalled_workers();
+      if (cpu_->help(detail::tuning::kFrontendHelp)) wake_waiters();
     } else if (full && !sealed) {
       // Every slot is taken: make room by registering the oldest batch, or
       // by waiting for a worker that does. Workers that stood still meanwhile
@@ -224,7 +224,9 @@ class ThreadedEngine final : public EngineCore {
       const PushBuffer::RoomWait wait = room_wait(buffer);
       bool stalled = false;
       register_with([&](ReadyList& ready) { return buffer.seal_making_room(ready, wait, &stalled); });
-      if (stalled && !in_operation()) help_stalled_workers();
+      if (stalled && !in_operation() && cpu_->help(detail::tuning::kFrontendHelp, /*workers_stalled=*/true)) {
+        wake_waiters();
+      }
     } else if (!full && was_empty) {
       flush_timer_.arm();
     }
@@ -240,12 +242,6 @@ class ThreadedEngine final : public EngineCore {
                                                            : kRoomWaitSpinning;
     wait.workers = &counter_;
     return wait;
-  }
-
-  // A frontend whose workers do not run (they share its core, or lost
-  // theirs) runs ready ops itself for a while, then goes on pushing.
-  void help_stalled_workers() {
-    if (cpu_->help(detail::tuning::kFrontendHelp)) wake_waiters();
   }
 
   // Counts the push of `op` (a buffered one is counted by its PushBuffer)

@@ -12,6 +12,8 @@
 
 #include <depengine/engine.h>
 
+#include "sync/spin_wait.h"
+
 namespace depengine {
 namespace {
 
@@ -166,6 +168,56 @@ TEST_P(Semantics, ConcurrentReadersMayOverlap) {
   for (int i = 0; i < 2; ++i) engine.push(readers.op(), {v}, {});
   engine.wait_all();
   EXPECT_TRUE(readers.met());
+}
+
+// A worker stuck in a long op makes no progress: a frontend that has every
+// batch slot taken by ops waiting behind it stops waiting for the worker
+// (docs/architecture.md, "Waiting") and runs the ready ops itself, long
+// before the op ends.
+TEST_P(Semantics, AFrontendRunsReadyOpsItselfWhileItsWorkerStandsStill) {
+  if (GetParam() == EngineKind::Naive) GTEST_SKIP() << "the naive engine runs every op on the pushing thread";
+  Engine engine(options(1));
+  Var blocked = engine.new_var();
+  std::atomic<bool> release{false};
+  std::atomic<bool> started{false};
+  engine.push([&](RunContext&) {
+    started = true;
+    // Busy on its own core (a sleeping worker's CPU could be the frontend's,
+    // where it helps anyway); bounded, so that a failure is an assertion, not a hang.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!release.load() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  }, {}, {blocked});
+  while (!started.load()) std::this_thread::yield();
+  // Out of a hold an earlier test's lost core may have started (at most 0.64 s).
+  detail::Contention& contention = detail::Contention::process();
+  for (int i = 0; i < 1000 && contention.active(detail::SpinClock::now()); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const std::uint64_t losses_before = contention.losses();
+  // Batches whose ops mostly wait behind the stuck op, each with one ready op.
+  const std::thread::id frontend = std::this_thread::get_id();
+  std::atomic<int> ran_here{0};
+  std::vector<Var> free_vars;
+  for (int i = 0; i < 20'000 && ran_here.load() == 0; ++i) {
+    if (i % 8 == 0) {
+      free_vars.push_back(engine.new_var());
+      engine.push([&](RunContext&) {
+        if (std::this_thread::get_id() == frontend) ran_here.fetch_add(1);
+      }, {}, {free_vars.back()});
+    } else {
+      engine.push([](RunContext&) {}, {blocked}, {});
+    }
+  }
+  const bool helped = ran_here.load() > 0;
+  release = true;
+  engine.wait_all();
+  // While the process's threads lose their cores no thread spins, and so
+  // none watches progress (sync/spin_wait.h): a sanitizer's slow runs can
+  // keep the whole loop in such a hold.
+  if (!helped && contention.losses() > losses_before) {
+    GTEST_SKIP() << "the engine's threads lost their cores during the test; spinning was off";
+  }
+  EXPECT_TRUE(helped) << "no ready op ran on the frontend while its worker was stuck";
 }
 
 TEST_P(Semantics, IndependentOpsPushedWhileAWorkerSpinsRunAtOnce) {

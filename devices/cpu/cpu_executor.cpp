@@ -143,9 +143,9 @@ void CpuExecutor::worker_loop() {
   running_tasks_.fetch_sub(1, std::memory_order_release);  // last touch of *this
 }
 
-bool CpuExecutor::help(std::chrono::nanoseconds budget) {
+bool CpuExecutor::help(std::chrono::nanoseconds budget, bool workers_stalled) {
   // With a worker on every core, a helper would only oversubscribe them.
-  if (!spare_core_) return false;
+  if (!spare_core_ && !workers_stalled) return false;
   // Counted as a worker while it helps: its completions need not wake the
   // waiters one by one (the caller is one of them, and wakes the rest).
   const WorkerScope scope(this);
