@@ -105,8 +105,9 @@ class PushBuffer {
   /// before waiting on its lock for all of them; with `for_workers`, waits
   /// so first even while nobody registers, for a worker to run out of work
   /// and register, and registers the oldest batch itself only after that.
-  /// With `workers`, the count of their completed operations, the spins
-  /// end as soon as it stands still (ProgressWatch): a registrant that is
+  /// With `workers`, whose completed operations (and this buffer's
+  /// registrations) count their progress, the spins end as soon as that
+  /// stands still (ProgressWatch): a registrant that is
   /// not running frees nothing, and this thread may hold the core it needs.
   /// `workers_stalled`, when given, tells whether that happened.
   struct RoomWait {
