@@ -80,8 +80,8 @@ inline constexpr auto kWaitSignalSpin = std::chrono::microseconds(20);
 /// them for not running (sync/progress_watch.h): a running worker completes
 /// a small op every fraction of a microsecond, a descheduled one nothing for
 /// a time slice. Above the few microseconds a vCPU of the development VM
-/// sometimes pauses; ops longer than this read as a stall too, which costs
-/// only the spinner's doing itself what it would have waited for.
+/// sometimes pauses. Workers all in ops longer than this read as stalled
+/// too: the frontend then runs ops beside them for kFrontendHelp.
 inline constexpr auto kStallWindow = std::chrono::microseconds(10);
 /// A spin round takes well under a microsecond; one that took this long lost
 /// its core to another thread (sync/spin_wait.h). Below a scheduler's time
