@@ -22,6 +22,10 @@
 // --busy_threads=N (contended mode): N threads of this process spin without
 // pause through every benchmark, started in its setup and stopped in its
 // teardown, whatever the system — a neighbour that wants the cores too.
+//
+// The cross-core round trip (bench/support/cross_core_roundtrip.h) is
+// measured before the benchmarks, into the report's context
+// (cross_core_roundtrip_ns), and after them, on stderr.
 
 #include <benchmark/benchmark.h>
 
@@ -51,6 +55,7 @@
 #include <depengine/engine.h>
 #include <depengine/graph.h>
 
+#include "bench/support/cross_core_roundtrip.h"
 #include "bench/support/random_workload.h"
 
 namespace {
@@ -432,6 +437,8 @@ void register_all() {
   register_replay();
 }
 
+std::string roundtrip_text(double ns) { return ns < 0 ? "unknown" : std::to_string(static_cast<long>(ns + 0.5)); }
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -439,7 +446,12 @@ int main(int argc, char** argv) {
   register_all();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  // Before and after the benchmarks: a run in a slow spell of the machine's
+  // cross-core traffic tells apart from one that was not.
+  benchmark::AddCustomContext("cross_core_roundtrip_ns", roundtrip_text(depengine::bench::cross_core_roundtrip_ns()));
   benchmark::RunSpecifiedBenchmarks();
+  std::fprintf(stderr, "core_bench: cross_core_roundtrip_ns at the end: %s\n",
+               roundtrip_text(depengine::bench::cross_core_roundtrip_ns()).c_str());
   benchmark::Shutdown();
   return 0;
 }

@@ -1,0 +1,93 @@
+#pragma once
+// The time a cache line takes to go from one CPU to another and back: two
+// threads, pinned to the first two CPUs the process may use, hand a counter
+// back and forth.
+//
+// On the development VMs this time has two modes: 50-80 ns most of the time,
+// 320-370 ns in spells of seconds to minutes, with no steal time and the same
+// single-core speed (the host runs the two vCPUs far apart). Every engine
+// that hands work between cores slows down in a spell (depengine's core_bench
+// workloads 2-2.5x), so a benchmark run in one says little about the engine:
+// benchmarks report this time so that such runs can be told apart.
+//
+//   const double ns = cross_core_roundtrip_ns();  // < 0: fewer than 2 CPUs
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#if defined(__linux__)
+#include <pthread.h>
+#include <sched.h>
+#endif
+
+namespace depengine::bench {
+
+namespace detail {
+
+#if defined(__linux__)
+// Where pinning fails the sides still meet, on whatever CPUs they get.
+inline bool pin_to(int cpu) {
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  return pthread_setaffinity_np(pthread_self(), sizeof(one), &one) == 0;
+}
+#endif
+
+}  // namespace detail
+
+/// The fastest of `bursts` bursts of `rounds` round trips, in ns per round
+/// trip: the least of several, because either thread may lose its core to
+/// another for part of a burst. Negative where the process may use fewer
+/// than two CPUs (or off Linux).
+inline double cross_core_roundtrip_ns(int bursts = 20, int rounds = 500) {
+#if defined(__linux__)
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return -1;
+  int cpus[2] = {-1, -1};
+  for (int c = 0, found = 0; c < CPU_SETSIZE && found < 2; ++c) {
+    if (CPU_ISSET(c, &allowed)) cpus[found++] = c;
+  }
+  if (cpus[1] < 0) return -1;
+  alignas(64) std::atomic<long> ball{0};
+  double best = -1;
+  // Each side runs on a thread of its own, so the caller's affinity stays as it was.
+  std::thread pong([&] {
+    detail::pin_to(cpus[1]);
+    for (long next = 1; next > 0; next += 2) {
+      long seen;
+      while ((seen = ball.load(std::memory_order_acquire)) != next) {
+        if (seen < 0) return;
+      }
+      ball.store(next + 1, std::memory_order_release);
+    }
+  });
+  std::thread ping([&] {
+    detail::pin_to(cpus[0]);
+    long value = 0;
+    for (int b = 0; b < bursts; ++b) {
+      const auto start = std::chrono::steady_clock::now();
+      for (int r = 0; r < rounds; ++r) {
+        ball.store(++value, std::memory_order_release);
+        ++value;
+        while (ball.load(std::memory_order_acquire) != value) {
+        }
+      }
+      const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count() / rounds;
+      best = best < 0 ? ns : std::min(best, ns);
+    }
+  });
+  ping.join();
+  ball.store(-1, std::memory_order_release);
+  pong.join();
+  return best;
+#else
+  (void)bursts;
+  (void)rounds;
+  return -1;
+#endif
+}
+
+}  // namespace depengine::bench
