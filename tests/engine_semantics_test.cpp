@@ -226,14 +226,6 @@ TEST_P(Semantics, AFrontendRunsReadyOpsItselfWhileItsWorkerStandsStill) {
 
 TEST_P(Semantics, IndependentOpsPushedWhileAWorkerSpinsRunAtOnce) {
   if (GetParam() == EngineKind::Naive) GTEST_SKIP() << "the naive engine runs one op at a time";
-#if DEPENGINE_TSAN
-  // Open (issue 24): there the second op sometimes does not start within
-  // the 5 s, at 294ed93 as since (1 of 5 and 2 of 4 runs). Likely: a worker
-  // retiring while another stays active looks at the queue without a fence
-  // (CpuExecutor::worker_loop), and the one that stays is running the first
-  // op, which waits for the second. Release and ASan builds run the test.
-  GTEST_SKIP() << "the second op may wait for the first under ThreadSanitizer (see the comment)";
-#endif
   Engine engine(options(2));
   // Right after an op, its worker spins for more and registers the next
   // pushes itself; the two ops made ready then must not both stay with it.

@@ -108,22 +108,38 @@ void CpuExecutor::worker_loop() {
           }
         }
         count = queue_.pop(batch, kMaxBatch - 1, more);
-        if (count == 0 && engine_.on_cpu_spinning()) count = queue_.pop(batch, kMaxBatch - 1, more);
+        // What it registered may have come to its own box: the next round
+        // takes that one first, and leaves what was queued to other workers.
+        if (count == 0 && engine_.on_cpu_spinning()) continue;
       }
       spinning_.fetch_sub(1, std::memory_order_seq_cst);
       if (box >= 0) {
-        if (OpBlock* delivered = mailboxes_.close(box)) batch[count++] = delivered;
+        if (OpBlock* delivered = mailboxes_.close(box)) count = keep_delivered(delivered, batch, count);
+      }
+      // Off to run ops, where a retiring worker counted on this one to look
+      // at the queue once more: the exact look is ours now.
+      if (count != 0 && look_left_.load(std::memory_order_seq_cst) &&
+          look_left_.exchange(false, std::memory_order_seq_cst) && queue_.queued_after_retiring()) {
+        start_worker_if_needed(1);
       }
     }
     if (count == 0) {
       const bool last = active_.fetch_sub(1, std::memory_order_seq_cst) == 1;
       // A submit that saw us active did not start a worker, and a push that
-      // saw us active held its op back: look once more. Only the last worker
-      // to go needs the exact look, whose heavy fence (a membarrier) costs
-      // tens of µs in a VM and interrupts every core of the process; while
-      // another stays active, an op that a racing push leaves queued is its.
+      // saw us active held its op back: look once more. The exact look's
+      // heavy fence (a membarrier) costs tens of µs in a VM and interrupts
+      // every core of the process, so a worker that leaves another spinning
+      // leaves it to that one, which keeps looking at the queue, or makes
+      // the look itself when it stops spinning to run ops (look_left_). One
+      // running an op is no such help: the op may take long, or even wait
+      // for the one a racing push left queued.
       const bool released = engine_.on_cpu_retiring();
-      const bool queued = last ? queue_.queued_after_retiring() : queue_.queued_now();
+      bool exact = last;
+      if (!exact) {
+        look_left_.store(true, std::memory_order_seq_cst);
+        exact = spinning_.load(std::memory_order_seq_cst) == 0;
+      }
+      const bool queued = exact ? queue_.queued_after_retiring() : queue_.queued_now();
       if (!queued && !released) break;
       int active = active_.load(std::memory_order_seq_cst);
       bool rejoined = false;
@@ -141,6 +157,20 @@ void CpuExecutor::worker_loop() {
   if (box >= 0) mailboxes_.release(box);
   placement_.leave(placed);
   running_tasks_.fetch_sub(1, std::memory_order_release);  // last touch of *this
+}
+
+std::size_t CpuExecutor::keep_delivered(OpBlock* delivered, OpBlock** batch, std::size_t count) {
+  // Delivered while this worker took ops from the queue: the deliverer
+  // counted on it for that op alone, and on other workers for what it
+  // queued. Keeping both would run ops that were to overlap one after the
+  // other; the queued ones go back.
+  if (count != 0) {
+    std::size_t backlog = 0;
+    for (std::size_t i = 0; i < count; ++i) backlog = queue_.push(batch[i]);
+    start_worker_if_needed(backlog);
+  }
+  batch[0] = delivered;
+  return 1;
 }
 
 bool CpuExecutor::help(std::chrono::nanoseconds budget, bool workers_stalled) {

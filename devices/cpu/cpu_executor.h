@@ -51,6 +51,9 @@ class CpuExecutor final : public CpuWorkers {
 
   void start_worker_if_needed(std::size_t backlog);
   void worker_loop();
+  /// For a worker that closed its box on `delivered` holding `count` ops
+  /// from the queue: keeps the delivered op alone in `batch`, returns 1.
+  std::size_t keep_delivered(OpBlock* delivered, OpBlock** batch, std::size_t count);
   void run_batch(OpBlock** batch, std::size_t count);
   void run_chain(OpBlock* op);
 
@@ -68,6 +71,9 @@ class CpuExecutor final : public CpuWorkers {
   // pace with the frontend: a line of its own, apart from active_
   // (CpuWorkers), which every submit reads too.
   alignas(64) std::atomic<int> spinning_{0};  // of the active, idly looking for work
+  // Set by a worker that retired leaving the exact look at the queue to the
+  // spinning ones: the next that stops spinning to run ops makes it.
+  alignas(64) std::atomic<bool> look_left_{false};
   std::atomic<int> running_tasks_{0};         // worker tasks not yet returned
 };
 

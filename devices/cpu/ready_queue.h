@@ -45,14 +45,14 @@ class ReadyQueue {
   /// prioritized op) into `out`; returns how many, 0 when none is queued.
   /// `more` tells whether the place they came from still holds some.
   std::size_t pop(OpBlock** out, std::size_t max, bool& more);
-  /// For the last active worker about to sleep, after it lowered the count
-  /// of active workers to 0: clears the hints of empty rings, then (after the
-  /// heavy half of the AsymmetricFence) tells whether any op is queued.
-  /// Exact: an op whose push did not see the lowered count is seen here.
+  /// For a worker about to sleep, after it lowered the count of active
+  /// workers: clears the hints of empty rings, then (after the heavy half of
+  /// the AsymmetricFence) tells whether any op is queued. Exact: an op whose
+  /// push did not see the lowered count is seen here.
   bool queued_after_retiring();
   /// Whether any op is queued as far as this thread sees now, without a
-  /// fence: enough for a worker that retires while another stays active,
-  /// which runs what a push racing with this look leaves queued.
+  /// fence: enough for a worker that retires while another spins, which
+  /// keeps looking and so runs what a push racing with this look leaves.
   bool queued_now() const;
 
  private:
