@@ -48,6 +48,7 @@
 
 #include <depengine/engine.h>
 
+#include "bench/support/cross_core_roundtrip.h"
 #include "sync/usable_cores.h"
 
 namespace {
@@ -324,6 +325,9 @@ int main(int argc, char** argv) {
   for (std::size_t k = 0; k < names.size(); ++k) std::printf("---|");
   std::printf("\n");
 
+  // A sweep in one of the machine's slow spells of cross-core traffic moves
+  // every system (docs/performance.md, "Slow spells"): said with the result.
+  const double roundtrip_before_ns = depengine::bench::cross_core_roundtrip_ns();
   std::map<std::string, std::vector<Point>> curves;
   for (double grain_us = max_us; grain_us >= min_us * 0.999; grain_us /= ratio) {
     const Graph graph{.width = width, .steps = steps,
@@ -347,8 +351,12 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
 
+  const double roundtrip_after_ns = depengine::bench::cross_core_roundtrip_ns();
   nlohmann::json out{{"width", width}, {"steps", steps}, {"workers", workers}, {"cores", cores},
-                     {"ns_per_iteration", iteration_s * 1e9}, {"runs", runs}, {"in_process", in_process}};
+                     {"ns_per_iteration", iteration_s * 1e9}, {"runs", runs}, {"in_process", in_process},
+                     {"cross_core_roundtrip_ns", {roundtrip_before_ns, roundtrip_after_ns}}};
+  std::printf("\nCross-core round trip, before and after the sweep: %.0f and %.0f ns\n", roundtrip_before_ns,
+              roundtrip_after_ns);
   std::printf("\nMETG (50%% efficiency), µs:");
   for (const std::string& name : names) {
     const std::optional<double> metg = crossing(curves[name], 0.5);
