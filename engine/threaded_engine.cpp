@@ -6,7 +6,9 @@
 // their device's executor.
 //
 // When batches are registered (the policy): a full batch is sealed and left
-// for a worker that runs out of work (when every slot is taken, the frontend
+// for a worker that runs out of work (registered and run by its frontend
+// instead while the process loses cores and the workers leave one over;
+// when every slot is taken, the frontend
 // registers the oldest one to make room, or waits for a worker to free one:
 // one registering them, or, with a core of its own and batches whose ops
 // mostly wait for running ones, any worker); everything a buffer holds, at once
@@ -207,10 +209,16 @@ class ThreadedEngine final : public EngineCore {
     // registering is a good part of a push's cost, better paid by a worker
     // than by the frontend that feeds them.
     const bool idle = cpu_->idle();
-    const bool sealed = full && !idle && buffer.seal();
+    const bool run_here = full && !idle && runs_own_batches();
+    const bool sealed = full && !idle && !run_here && buffer.seal();
     buffer.unlock();
     if (idle) {
       flush(buffer);  // no worker would run it sooner
+    } else if (run_here) {
+      // Left for a worker that has to win back its core first, the batch
+      // would cost hand-offs and misses on lines this core wrote.
+      flush(buffer);
+      if (cpu_->help(detail::tuning::kFrontendHelp, /*workers_stalled=*/true)) wake_waiters();
     } else if (full && !sealed && takes_turns_with_worker()) {
       // The worker would run these ops on this core anyway, between this
       // thread's turns: run them now, on lines still in its cache, and
@@ -370,6 +378,17 @@ class ThreadedEngine final : public EngineCore {
   // operation, on whatever thread: ops are not run nested in one another.
   bool takes_turns_with_worker() const {
     return cpu_->has_spare_core() && !in_operation() && cpu_->worker_on_this_cpu();
+  }
+
+  // Whether a frontend registers and runs its full batches itself: while
+  // the process's threads lose their cores to other threads (Contention),
+  // with a core left over by the workers. Not with a worker on every core:
+  // there the engine's own threads are one more than the cores, which reads
+  // as contention on a quiet machine, and the frontend would take a worker's
+  // core. Not from inside an operation: ops do not run nested.
+  bool runs_own_batches() const {
+    return cpu_->has_spare_core() && !in_operation() &&
+           detail::Contention::process().active(detail::SpinClock::now());
   }
 
   // Whether a frontend that found every slot of `buffer` taken should wait

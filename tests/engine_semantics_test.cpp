@@ -224,6 +224,49 @@ TEST_P(Semantics, AFrontendRunsReadyOpsItselfWhileItsWorkerStandsStill) {
   EXPECT_TRUE(helped) << "no ready op ran on the frontend while its worker was stuck";
 }
 
+// While the process's threads lose their cores to other threads, a frontend
+// with a core the workers leave over registers its full batches and runs
+// their ops itself (docs/architecture.md, "Waiting"), instead of leaving
+// them to a worker that must win back its core first.
+TEST_P(Semantics, AFrontendRunsItsFullBatchesItselfWhileTheProcessLosesCores) {
+  if (GetParam() == EngineKind::Naive) GTEST_SKIP() << "the naive engine runs every op on the pushing thread";
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "needs a core beside the one worker";
+  Engine engine(options(1));
+  Var blocked = engine.new_var();
+  std::atomic<bool> release{false};
+  std::atomic<bool> started{false};
+  // Keeps the worker active, so that pushes are batched; bounded, so that a
+  // failure is an assertion, not a hang.
+  engine.push([&](RunContext&) {
+    started = true;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!release.load() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  }, {}, {blocked});
+  while (!started.load()) std::this_thread::yield();
+  // As a spinner that lost its core records it: a hold of at least 5 ms.
+  detail::Contention& contention = detail::Contention::process();
+  contention.lost_core(detail::SpinClock::now());
+  const std::thread::id frontend = std::this_thread::get_id();
+  constexpr int kOps = 64;  // a few batches' worth
+  std::atomic<int> ran{0};
+  std::atomic<int> ran_here{0};
+  std::vector<Var> vars;
+  for (int i = 0; i < kOps; ++i) {
+    vars.push_back(engine.new_var());
+    engine.push([&](RunContext&) {
+      ran.fetch_add(1);
+      if (std::this_thread::get_id() == frontend) ran_here.fetch_add(1);
+    }, {}, {vars.back()});
+  }
+  const bool held = contention.active(detail::SpinClock::now());
+  const int ran_while_pushing = ran_here.load();
+  release = true;
+  engine.wait_all();
+  EXPECT_EQ(ran.load(), kOps);
+  if (!held && ran_while_pushing == 0) GTEST_SKIP() << "the hold ended before the pushes did";
+  EXPECT_GT(ran_while_pushing, 0) << "the frontend left its full batches to the worker that was busy";
+}
+
 TEST_P(Semantics, IndependentOpsPushedWhileAWorkerSpinsRunAtOnce) {
   if (GetParam() == EngineKind::Naive) GTEST_SKIP() << "the naive engine runs one op at a time";
   Engine engine(options(2));
