@@ -25,7 +25,8 @@
 //
 // The cross-core round trip (bench/support/cross_core_roundtrip.h) is
 // measured before the benchmarks, into the report's context
-// (cross_core_roundtrip_ns), and after them, on stderr.
+// (cross_core_roundtrip_ns), before each benchmark, as its counter
+// roundtrip_before_ns, and after them all, on stderr.
 
 #include <benchmark/benchmark.h>
 
@@ -198,6 +199,11 @@ class OpAccesses {
   std::vector<std::size_t> reads_end_;  // = start of each op's writes
 };
 
+// The cross-core round trip measured just before the running benchmark
+// (before its busy neighbours started), reported with it: a benchmark that
+// began in one of the machine's slow spells can be told apart.
+double g_roundtrip_before_ns = -1;
+
 template <class RunOnce>
 void measure(benchmark::State& state, std::size_t ops, RunOnce&& run_once) {
   double total_ns = 0;
@@ -209,6 +215,7 @@ void measure(benchmark::State& state, std::size_t ops, RunOnce&& run_once) {
     total_ops += ops;
   }
   state.counters["ns_per_op"] = total_ns / static_cast<double>(total_ops);
+  if (g_roundtrip_before_ns >= 0) state.counters["roundtrip_before_ns"] = g_roundtrip_before_ns;
 }
 
 // Every iteration pushes the ops of `w` and waits for them.
@@ -380,12 +387,13 @@ struct BusyNeighbours {
 };
 BusyNeighbours g_busy;
 
-void start_busy(const benchmark::State&) { g_busy.start(); }
-void stop_busy(const benchmark::State&) { g_busy.join(); }
-// Applied to every benchmark: the neighbours, in contended mode.
-void contended(benchmark::internal::Benchmark* b) {
-  if (g_busy.count > 0) b->Setup(start_busy)->Teardown(stop_busy);
+void before_each(const benchmark::State&) {
+  g_roundtrip_before_ns = depengine::bench::cross_core_roundtrip_ns();
+  g_busy.start();
 }
+void after_each(const benchmark::State&) { g_busy.join(); }
+// Applied to every benchmark: the round trip, and the neighbours in contended mode.
+void around_each(benchmark::internal::Benchmark* b) { b->Setup(before_each)->Teardown(after_each); }
 
 // Takes --busy_threads=N out of argv (Google Benchmark rejects flags it does
 // not know); returns N, 0 without the flag.
@@ -420,18 +428,18 @@ void register_all() {
   for (const auto& [name, make] : workloads) {
     const std::string prefix(name);
     benchmark::RegisterBenchmark((prefix + "/depengine").c_str(), run_engine, make, EngineKind::Threaded, true)
-        ->Arg(1)->Arg(2)->UseRealTime()->Apply(contended);
+        ->Arg(1)->Arg(2)->UseRealTime()->Apply(around_each);
     // Each push registered at once: what batching buys, in the same run.
     benchmark::RegisterBenchmark((prefix + "/depengine_unbatched").c_str(), run_engine, make, EngineKind::Threaded,
                                  false)
-        ->Arg(1)->Arg(2)->UseRealTime()->Apply(contended);
+        ->Arg(1)->Arg(2)->UseRealTime()->Apply(around_each);
     benchmark::RegisterBenchmark((prefix + "/naive").c_str(), run_engine, make, EngineKind::Naive, true)
-        ->Arg(1)->UseRealTime()->Apply(contended);
+        ->Arg(1)->UseRealTime()->Apply(around_each);
     benchmark::RegisterBenchmark((prefix + "/tbb_flow_graph").c_str(), run_tbb_flow_graph, make)
-        ->Arg(1)->Arg(2)->UseRealTime()->Apply(contended);
-    benchmark::RegisterBenchmark((prefix + "/omp_task").c_str(), run_omp_task, make)->Arg(1)->Arg(2)->UseRealTime()->Apply(contended);
+        ->Arg(1)->Arg(2)->UseRealTime()->Apply(around_each);
+    benchmark::RegisterBenchmark((prefix + "/omp_task").c_str(), run_omp_task, make)->Arg(1)->Arg(2)->UseRealTime()->Apply(around_each);
 #ifdef DEPENGINE_BENCH_HAVE_STARPU
-    benchmark::RegisterBenchmark((prefix + "/starpu").c_str(), run_starpu, make)->Arg(1)->Arg(2)->UseRealTime()->Apply(contended);
+    benchmark::RegisterBenchmark((prefix + "/starpu").c_str(), run_starpu, make)->Arg(1)->Arg(2)->UseRealTime()->Apply(around_each);
 #endif
   }
   register_replay();

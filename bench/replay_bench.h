@@ -74,12 +74,12 @@ void register_replay() {
   for (const auto& [name, make] : workloads) {
     const std::string prefix(name);
     benchmark::RegisterBenchmark((prefix + "/depengine").c_str(), run_engine_replay, make, EngineKind::Threaded)
-        ->Arg(1)->Arg(2)->UseRealTime()->Apply(contended);
+        ->Arg(1)->Arg(2)->UseRealTime()->Apply(around_each);
     benchmark::RegisterBenchmark((prefix + "/tbb_flow_graph").c_str(), run_tbb_flow_graph_rerun, make)
-        ->Arg(1)->Arg(2)->UseRealTime()->Apply(contended);
+        ->Arg(1)->Arg(2)->UseRealTime()->Apply(around_each);
     benchmark::RegisterBenchmark((prefix + "/depengine_eager").c_str(), run_engine_eager, make, EngineKind::Threaded)
-        ->Arg(1)->Arg(2)->UseRealTime()->Apply(contended);
+        ->Arg(1)->Arg(2)->UseRealTime()->Apply(around_each);
     benchmark::RegisterBenchmark((prefix + "/naive").c_str(), run_engine_eager, make, EngineKind::Naive)
-        ->Arg(1)->UseRealTime()->Apply(contended);
+        ->Arg(1)->UseRealTime()->Apply(around_each);
   }
 }

@@ -26,8 +26,8 @@ sharing the machine would, and reports the median of their medians.
 The VMs this runs on have slow spells, seconds to minutes long, in which a
 cache line takes 4-6x longer between cores (bench/support/cross_core_roundtrip.h)
 and every system that hands work between cores slows down with it. core_bench
-reports that round trip before and after its benchmarks; a process whose
-round trip exceeds --spell-factor times the fastest seen is run again after
+reports that round trip before and after its benchmarks and before each one;
+a process where one exceeds --spell-factor times the fastest seen is run again after
 --spell-wait seconds, up to --spell-retries times, and the table's head says
 how many were.
 
@@ -112,11 +112,16 @@ def run_copies(args, command):
             sys.stderr.write(errors)
             raise subprocess.CalledProcessError(copy.returncode, command)
         outputs.append(output)
-        before = json.loads(output).get("context", {}).get("cross_core_roundtrip_ns", "unknown")
+        report = json.loads(output)
+        before = report.get("context", {}).get("cross_core_roundtrip_ns", "unknown")
         after = re.search(r"cross_core_roundtrip_ns at the end: (\S+)", errors)
         for text in (before, after.group(1) if after else "unknown"):
             if text != "unknown":
                 roundtrips.append(float(text))
+        # Each benchmark's own, measured just before it: a spell may begin
+        # or end within a process.
+        roundtrips += [bench["roundtrip_before_ns"] for bench in report.get("benchmarks", [])
+                       if "roundtrip_before_ns" in bench and bench.get("aggregate_name", "median") == "median"]
     return outputs, roundtrips
 
 
