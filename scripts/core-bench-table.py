@@ -29,7 +29,8 @@ and every system that hands work between cores slows down with it. core_bench
 reports that round trip before and after its benchmarks and before each one;
 a process where one exceeds --spell-factor times the fastest seen is run again after
 --spell-wait seconds, up to --spell-retries times, and the table's head says
-how many were.
+how many were. A run with a process kept in a spell after all its reruns is
+left out of the tables, unless every run has one.
 
 depengine_unbatched is depengine with EngineOptions::batch_pushes off: its
 column in the ratio table is what batching buys, measured in the same run.
@@ -48,11 +49,13 @@ WORKLOADS = ["chain", "independent", "fan_out_in", "stencil_1d", "random_rw"]
 
 
 def run_once(args):
-    """One run: {(workload, system, threads): median ns per op}."""
+    """One run: {(workload, system, threads): median ns per op}, and whether
+    every process of it ran outside a slow spell."""
     medians = {}
+    kept_before = SPELLS.kept
     for system in args.systems.split(","):
         medians.update(run_system(args, system))
-    return medians
+    return medians, SPELLS.kept == kept_before
 
 
 def run_system(args, system):
@@ -153,16 +156,19 @@ def main():
     if args.spell_factor <= 1 or args.spell_retries < 0 or args.spell_wait < 0:
         parser.error("--spell-factor must exceed 1, --spell-retries and --spell-wait be at least 0")
 
-    runs = []
+    results = []
     for i in range(args.runs):
         print(f"run {i + 1} of {args.runs}...", file=sys.stderr)
-        runs.append(run_once(args))
+        results.append(run_once(args))
+    # A run with a process kept in a spell counts only when every run has one.
+    runs = [medians for medians, clean in results if clean] or [medians for medians, _ in results]
 
     # A process kept before a faster round trip was seen may have met a spell too.
     late = sum(ns > args.spell_factor * SPELLS.fastest for ns in SPELLS.accepted)
     print(f"Cross-core round trip: fastest {SPELLS.fastest:.0f} ns; processes rerun for a slow spell:"
           f" {SPELLS.rerun}, kept in one after {args.spell_retries} reruns: {SPELLS.kept},"
-          f" round trips over the bound among those kept before a faster one was seen: {late}\n")
+          f" round trips over the bound among those kept before a faster one was seen: {late};"
+          f" runs in the tables: {len(runs)} of {len(results)}\n")
     columns = sorted({(s, t) for run in runs for (_, s, t) in run}, key=lambda c: (c[0] != "depengine", c))
     print("Median over runs of each run's median, ns per op (min-max over runs):\n")
     print("| workload | " + " | ".join(f"{s} {t}" for s, t in columns) + " |")
