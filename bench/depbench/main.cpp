@@ -20,6 +20,7 @@
 #include "bench/depbench/progress.h"
 #include "bench/depbench/scenarios/common.h"
 #include "bench/depbench/table.h"
+#include "bench/support/cross_core_roundtrip.h"
 
 namespace {
 
@@ -113,6 +114,9 @@ int run(const depbench::Options& options, std::string& running) {
   }
 
   init_kernels();
+  // Runs in one of the machine's slow spells of cross-core traffic move the
+  // async modes most (docs/performance.md, "Slow spells"): said with the results.
+  const double roundtrip_before_ns = depengine::bench::cross_core_roundtrip_ns();
   std::vector<ScenarioResult> results;
   {
     ProgressLine progress;
@@ -129,7 +133,12 @@ int run(const depbench::Options& options, std::string& running) {
     running = "writing the results";
   }
 
+  const double roundtrip_after_ns = depengine::bench::cross_core_roundtrip_ns();
   std::cout << summary_table(results, options.config);
+  if (roundtrip_before_ns >= 0) {
+    std::cout << "\nCross-core round trip, before and after: " << static_cast<long>(roundtrip_before_ns + 0.5)
+              << " and " << static_cast<long>(roundtrip_after_ns + 0.5) << " ns\n";
+  }
   bool ok = true;
   if (json.wanted()) {
     ok = json.write(json_records(results, options.config).dump(2) + "\n") && ok;
