@@ -22,7 +22,12 @@ clear the twin's, in more than one A/B:
         >> engine/engine_core.cpp    # in the baseline's tree; build it, then undo
 
     scripts/ab-compare.py [--filter REGEX] [--rounds 12] [--min-time 0.1]
+        [--busy N] [--spell-factor 2.5] [--spell-wait 10]
         BASELINE CANDIDATE [CANDIDATE ...]
+
+A round where a core_bench reported a cross-core round trip over
+--spell-factor times the fastest seen ran in one of the VM's slow spells
+(docs/performance.md) and is dropped, up to three times --rounds of them.
 
 For example, with the baseline built in a worktree of the commit before:
 
@@ -37,17 +42,27 @@ import argparse
 import json
 import statistics
 import subprocess
+import re
 import sys
+import time
 from collections import defaultdict
 
 
 def run(binary, args):
-    """{benchmark name: ns_per_op} of one run of `binary`."""
-    out = subprocess.run(
+    """{benchmark name: ns_per_op} of one run of `binary`, and the cross-core
+    round trips it measured (before, before each benchmark, after)."""
+    done = subprocess.run(
         [binary, f"--benchmark_filter={args.filter}", f"--benchmark_min_time={args.min_time}",
-         "--benchmark_format=json"],
-        check=True, capture_output=True, text=True).stdout
-    return {b["name"]: b["ns_per_op"] for b in json.loads(out)["benchmarks"] if "ns_per_op" in b}
+         "--benchmark_format=json", f"--busy_threads={args.busy}"],
+        check=True, capture_output=True, text=True)
+    report = json.loads(done.stdout)
+    roundtrips = [b["roundtrip_before_ns"] for b in report["benchmarks"] if "roundtrip_before_ns" in b]
+    before = report.get("context", {}).get("cross_core_roundtrip_ns", "unknown")
+    after = re.search(r"cross_core_roundtrip_ns at the end: (\S+)", done.stderr)
+    for text in (before, after.group(1) if after else "unknown"):
+        if text != "unknown":
+            roundtrips.append(float(text))
+    return {b["name"]: b["ns_per_op"] for b in report["benchmarks"] if "ns_per_op" in b}, roundtrips
 
 
 def quartiles(values):
@@ -62,19 +77,36 @@ def main():
     parser.add_argument("--filter", default="^(chain|independent)/depengine/")
     parser.add_argument("--rounds", type=int, default=12)
     parser.add_argument("--min-time", default="0.1")
+    parser.add_argument("--busy", type=int, default=0, help="busy threads beside every benchmark")
+    parser.add_argument("--spell-factor", type=float, default=2.5,
+                        help="drop a round where a round trip exceeds this many times the fastest seen (0: keep all)")
+    parser.add_argument("--spell-wait", type=float, default=10, help="seconds before the round after a dropped one")
     args = parser.parse_args()
 
     binaries = [args.baseline] + args.candidates
     times = defaultdict(lambda: defaultdict(list))  # name -> binary index -> per-round ns
-    for r in range(args.rounds):
+    fastest = float("inf")
+    rounds = dropped = 0
+    while rounds < args.rounds and dropped < 3 * args.rounds:
         order = list(range(len(binaries)))
-        order = order[r % len(order):] + order[:r % len(order)]
-        results = {i: run(binaries[i], args) for i in order}
+        order = order[rounds % len(order):] + order[:rounds % len(order)]
+        results, roundtrips = {}, []
+        for i in order:
+            results[i], measured = run(binaries[i], args)
+            roundtrips += measured
+        fastest = min([fastest, *roundtrips])
+        if args.spell_factor > 0 and any(ns > args.spell_factor * fastest for ns in roundtrips):
+            dropped += 1
+            print(f"round dropped: a slow spell (round trip {max(roundtrips):.0f} ns)", file=sys.stderr)
+            time.sleep(args.spell_wait)
+            continue
+        rounds += 1
         # A benchmark counts in a round only if every binary measured it.
         for name in set.intersection(*(set(res) for res in results.values())):
             for i in range(len(binaries)):
                 times[name][i].append(results[i][name])
-        print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
+        print(f"round {rounds}/{args.rounds} done", file=sys.stderr)
+    print(f"rounds: {rounds}, dropped for a slow spell: {dropped}")
 
     for i, binary in enumerate(binaries):
         print(f"bin{i}: {binary}{'  (baseline)' if i == 0 else ''}")
