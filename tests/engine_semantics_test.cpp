@@ -171,6 +171,30 @@ TEST_P(Semantics, ConcurrentReadersMayOverlap) {
   EXPECT_TRUE(readers.met());
 }
 
+// An op that keeps its worker busy on its own core until released (a
+// sleeping worker's CPU could be the frontend's, where it helps anyway);
+// bounded, so that a failure is an assertion, not a hang. It has begun
+// once the constructor returns; release it before the engine waits.
+class HeldWorker {
+ public:
+  explicit HeldWorker(Engine& engine) : var_(engine.new_var()) {
+    engine.push([this](RunContext&) {
+      started_ = true;
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+      while (!release_.load() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    }, {}, {var_});
+    while (!started_.load()) std::this_thread::yield();
+  }
+  /// The variable the op writes.
+  Var var() const { return var_; }
+  void release() { release_ = true; }
+
+ private:
+  const Var var_;
+  std::atomic<bool> started_{false};
+  std::atomic<bool> release_{false};
+};
+
 // A worker stuck in a long op makes no progress: a frontend that has every
 // batch slot taken by ops waiting behind it stops waiting for the worker
 // (docs/architecture.md, "Waiting") and runs the ready ops itself, long
@@ -184,17 +208,8 @@ TEST_P(Semantics, AFrontendRunsReadyOpsItselfWhileItsWorkerStandsStill) {
   GTEST_SKIP() << "under ThreadSanitizer the flush timer keeps batch slots free: the room wait is never reached";
 #endif
   Engine engine(options(1));
-  Var blocked = engine.new_var();
-  std::atomic<bool> release{false};
-  std::atomic<bool> started{false};
-  engine.push([&](RunContext&) {
-    started = true;
-    // Busy on its own core (a sleeping worker's CPU could be the frontend's,
-    // where it helps anyway); bounded, so that a failure is an assertion, not a hang.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (!release.load() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
-  }, {}, {blocked});
-  while (!started.load()) std::this_thread::yield();
+  HeldWorker held(engine);
+  const Var blocked = held.var();
   wait_out_contention_hold();
   detail::Contention& contention = detail::Contention::process();
   const std::uint64_t losses_before = contention.losses();
@@ -213,7 +228,7 @@ TEST_P(Semantics, AFrontendRunsReadyOpsItselfWhileItsWorkerStandsStill) {
     }
   }
   const bool helped = ran_here.load() > 0;
-  release = true;
+  held.release();
   engine.wait_all();
   // While the process's threads lose their cores no thread spins, and so
   // none watches progress (sync/spin_wait.h): a sanitizer's slow runs can
@@ -232,17 +247,7 @@ TEST_P(Semantics, AFrontendRunsItsFullBatchesItselfWhileTheProcessLosesCores) {
   if (GetParam() == EngineKind::Naive) GTEST_SKIP() << "the naive engine runs every op on the pushing thread";
   if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "needs a core beside the one worker";
   Engine engine(options(1));
-  Var blocked = engine.new_var();
-  std::atomic<bool> release{false};
-  std::atomic<bool> started{false};
-  // Keeps the worker active, so that pushes are batched; bounded, so that a
-  // failure is an assertion, not a hang.
-  engine.push([&](RunContext&) {
-    started = true;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (!release.load() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
-  }, {}, {blocked});
-  while (!started.load()) std::this_thread::yield();
+  HeldWorker held(engine);  // keeps the worker active, so that pushes are batched
   // As a spinner that lost its core records it: a hold of at least 5 ms.
   detail::Contention& contention = detail::Contention::process();
   contention.lost_core(detail::SpinClock::now());
@@ -258,12 +263,12 @@ TEST_P(Semantics, AFrontendRunsItsFullBatchesItselfWhileTheProcessLosesCores) {
       if (std::this_thread::get_id() == frontend) ran_here.fetch_add(1);
     }, {}, {vars.back()});
   }
-  const bool held = contention.active(detail::SpinClock::now());
+  const bool still_held = contention.active(detail::SpinClock::now());
   const int ran_while_pushing = ran_here.load();
-  release = true;
+  held.release();
   engine.wait_all();
   EXPECT_EQ(ran.load(), kOps);
-  if (!held && ran_while_pushing == 0) GTEST_SKIP() << "the hold ended before the pushes did";
+  if (!still_held && ran_while_pushing == 0) GTEST_SKIP() << "the hold ended before the pushes did";
   EXPECT_GT(ran_while_pushing, 0) << "the frontend left its full batches to the worker that was busy";
 }
 
