@@ -30,6 +30,7 @@
 #include "engine/op_pool.h"
 #include "engine/push_buffers.h"
 #include "engine/var_adoption.h"
+#include "sync/machine_load.h"
 #include "sync/spin_wait.h"
 #include "sync/tuning.h"
 #include "sync/wait_signal.h"
@@ -382,13 +383,14 @@ class ThreadedEngine final : public EngineCore {
 
   // Whether a frontend registers and runs its full batches itself: while
   // the process's threads lose their cores to other threads (Contention),
-  // with a core left over by the workers. Not with a worker on every core:
-  // there the engine's own threads are one more than the cores, which reads
-  // as contention on a quiet machine, and the frontend would take a worker's
-  // core. Not from inside an operation: ops do not run nested.
+  // with a core left over by the workers or beside other processes that
+  // keep cores busy (MachineLoad). Not otherwise with a worker on every
+  // core: there the engine's own threads are one more than the cores, which
+  // loses cores on a quiet machine too, and the frontend would take a
+  // worker's. Not from inside an operation: ops do not run nested.
   bool runs_own_batches() const {
-    return cpu_->has_spare_core() && !in_operation() &&
-           detail::Contention::process().active(detail::SpinClock::now());
+    return !in_operation() && detail::Contention::process().active(detail::SpinClock::now()) &&
+           (cpu_->has_spare_core() || detail::MachineLoad::process().neighbours_busy());
   }
 
   // Whether a frontend that found every slot of `buffer` taken should wait

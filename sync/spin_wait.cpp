@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "sync/machine_load.h"
 #include "sync/tuning.h"
 #include "sync/usable_cores.h"
 
@@ -20,6 +21,8 @@ bool Contention::active(SpinClock::time_point now) const {
 
 void Contention::lost_core(SpinClock::time_point now) {
   losses_.fetch_add(1, std::memory_order_relaxed);
+  // Whose threads took the core: at most one look at /proc per window.
+  MachineLoad::process().update(now);
   const int losses = std::min(losses_in_a_row_.fetch_add(1, std::memory_order_relaxed), tuning::kContentionHoldDoublings);
   const auto hold = std::chrono::duration_cast<SpinClock::duration>(tuning::kContentionHold) * (1 << losses);
   const std::int64_t until = (now + hold).time_since_epoch().count();

@@ -1,0 +1,68 @@
+#include "sync/machine_load.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#if defined(__linux__)
+#include <sys/resource.h>
+#include <unistd.h>
+#endif
+
+namespace depengine::detail {
+
+MachineLoad::MachineLoad() {
+  if (auto first = sample(SpinClock::now())) {
+    last_ = *first;
+    have_last_ = true;
+  }
+}
+
+double MachineLoad::others_busy_cores(const CpuTimeSample& a, const CpuTimeSample& b) {
+  const double wall_s = std::chrono::duration<double>(b.when - a.when).count();
+  if (wall_s <= 0) return 0;
+  const double others_s = (b.machine_busy_s - a.machine_busy_s) - (b.process_s - a.process_s);
+  return std::max(0.0, others_s) / wall_s;
+}
+
+std::optional<CpuTimeSample> MachineLoad::sample(SpinClock::time_point now) {
+#if defined(__linux__)
+  std::FILE* stat = std::fopen("/proc/stat", "r");
+  if (stat == nullptr) return std::nullopt;
+  // The first line: "cpu  user nice system idle iowait irq softirq steal ...".
+  unsigned long long user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+  const int fields = std::fscanf(stat, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &user, &nice, &system, &idle,
+                                 &iowait, &irq, &softirq, &steal);
+  std::fclose(stat);
+  rusage usage{};
+  if (fields < 4 || getrusage(RUSAGE_SELF, &usage) != 0) return std::nullopt;
+  const double tick_s = 1.0 / static_cast<double>(sysconf(_SC_CLK_TCK));
+  const auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec * 1e-6; };
+  return CpuTimeSample{.when = now,
+                       .machine_busy_s = static_cast<double>(user + nice + system + irq + softirq) * tick_s,
+                       .process_s = seconds(usage.ru_utime) + seconds(usage.ru_stime)};
+#else
+  (void)now;
+  return std::nullopt;
+#endif
+}
+
+void MachineLoad::update(SpinClock::time_point now) {
+  if (sampling_.exchange(true, std::memory_order_acquire)) return;  // another thread samples
+  if (!have_last_ || now - last_.when >= kWindow) {
+    if (auto next = sample(now)) {
+      if (have_last_) {
+        neighbours_busy_.store(others_busy_cores(last_, *next) >= kBusyCores, std::memory_order_relaxed);
+      }
+      last_ = *next;
+      have_last_ = true;
+    }
+  }
+  sampling_.store(false, std::memory_order_release);
+}
+
+MachineLoad& MachineLoad::process() {
+  static MachineLoad load;
+  return load;
+}
+
+}  // namespace depengine::detail
