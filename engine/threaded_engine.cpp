@@ -7,8 +7,8 @@
 //
 // When batches are registered (the policy): a full batch is sealed and left
 // for a worker that runs out of work (registered and run by its frontend
-// instead while the process loses cores and the workers leave one over;
-// when every slot is taken, the frontend
+// instead while the process loses cores, when the workers leave a core over
+// or other processes keep cores busy; when every slot is taken, the frontend
 // registers the oldest one to make room, or waits for a worker to free one:
 // one registering them, or, with a core of its own and batches whose ops
 // mostly wait for running ones, any worker); everything a buffer holds, at once
