@@ -7,7 +7,8 @@
 // ops, while with the engine's own threads one more than the cores it would
 // take a worker's. The machine's busy CPU time (/proc/stat, all CPUs) less
 // the process's own (getrusage) over a window tells them apart. /proc/stat
-// counts in ticks of 10 ms, so a window is at least kWindow long.
+// counts in ticks of 10 ms, so a window is at least kWindow long
+// (tuning::kNeighbourWindow).
 //
 //   MachineLoad load;
 //   load.update(SpinClock::now());         // now and then, e.g. on a lost core
@@ -21,6 +22,7 @@
 #include <optional>
 
 #include "sync/spin_wait.h"
+#include "sync/tuning.h"
 
 namespace depengine::detail {
 
@@ -34,9 +36,9 @@ struct CpuTimeSample {
 class MachineLoad {
  public:
   /// Shortest window between two samples.
-  static constexpr auto kWindow = std::chrono::milliseconds(200);
+  static constexpr auto kWindow = tuning::kNeighbourWindow;
   /// Other processes' average use, in cores, from which they count as busy.
-  static constexpr double kBusyCores = 0.5;
+  static constexpr double kBusyCores = tuning::kNeighbourCores;
 
   MachineLoad();
   /// Takes a sample at `now` if the last one is kWindow old, and judges the

@@ -95,6 +95,11 @@ inline constexpr auto kLostCoreRound = std::chrono::microseconds(250);
 /// probe rarely, and a quiet machine is found again within a second.
 inline constexpr auto kContentionHold = std::chrono::milliseconds(5);
 inline constexpr int kContentionHoldDoublings = 7;
+/// Other processes' average use of the cores from which they count as busy
+/// neighbours (sync/machine_load.h), judged over windows of at least
+/// kNeighbourWindow: /proc/stat counts in ticks of 10 ms.
+inline constexpr double kNeighbourCores = 0.5;
+inline constexpr auto kNeighbourWindow = std::chrono::milliseconds(200);
 /// How long a ShortLock's waiter spins before it yields: its holders keep it
 /// for a few stores.
 inline constexpr auto kShortLockSpin = std::chrono::nanoseconds(700);
