@@ -42,10 +42,11 @@ import argparse
 import json
 import statistics
 import subprocess
-import re
 import sys
 import time
 from collections import defaultdict
+
+import core_bench_roundtrips
 
 
 def run(binary, args):
@@ -56,13 +57,8 @@ def run(binary, args):
          "--benchmark_format=json", f"--busy_threads={args.busy}"],
         check=True, capture_output=True, text=True)
     report = json.loads(done.stdout)
-    roundtrips = [b["roundtrip_before_ns"] for b in report["benchmarks"] if "roundtrip_before_ns" in b]
-    before = report.get("context", {}).get("cross_core_roundtrip_ns", "unknown")
-    after = re.search(r"cross_core_roundtrip_ns at the end: (\S+)", done.stderr)
-    for text in (before, after.group(1) if after else "unknown"):
-        if text != "unknown":
-            roundtrips.append(float(text))
-    return {b["name"]: b["ns_per_op"] for b in report["benchmarks"] if "ns_per_op" in b}, roundtrips
+    ns_per_op = {b["name"]: b["ns_per_op"] for b in report["benchmarks"] if "ns_per_op" in b}
+    return ns_per_op, core_bench_roundtrips.roundtrips(report, done.stderr)
 
 
 def quartiles(values):

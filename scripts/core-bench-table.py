@@ -38,12 +38,13 @@ column in the ratio table is what batching buys, measured in the same run.
 
 import argparse
 import json
-import re
 import statistics
 import subprocess
 import sys
 import time
 from collections import defaultdict
+
+import core_bench_roundtrips
 
 WORKLOADS = ["chain", "independent", "fan_out_in", "stencil_1d", "random_rw"]
 
@@ -115,16 +116,8 @@ def run_copies(args, command):
             sys.stderr.write(errors)
             raise subprocess.CalledProcessError(copy.returncode, command)
         outputs.append(output)
-        report = json.loads(output)
-        before = report.get("context", {}).get("cross_core_roundtrip_ns", "unknown")
-        after = re.search(r"cross_core_roundtrip_ns at the end: (\S+)", errors)
-        for text in (before, after.group(1) if after else "unknown"):
-            if text != "unknown":
-                roundtrips.append(float(text))
-        # Each benchmark's own, measured just before it: a spell may begin
-        # or end within a process.
-        roundtrips += [bench["roundtrip_before_ns"] for bench in report.get("benchmarks", [])
-                       if "roundtrip_before_ns" in bench and bench.get("aggregate_name", "median") == "median"]
+        # Each benchmark's own too: a spell may begin or end within a process.
+        roundtrips += core_bench_roundtrips.roundtrips(json.loads(output), errors)
     return outputs, roundtrips
 
 
