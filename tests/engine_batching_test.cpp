@@ -192,6 +192,23 @@ struct OneVariable {
     EXPECT_EQ(queue(), pushed());
     EXPECT_FALSE(buffer.maybe_holds_ops());
   }
+  /// After the owner's seal_making_room raced with another thread's
+  /// register_sealed (`by_owner` and `by_registrant` registered): if the
+  /// owner waited for room, the other thread registered every sealed batch
+  /// and only the owner's is left; else whoever took the registration lock
+  /// first registered, and nothing is lost or reordered.
+  void expect_room_made(bool owner_waited, std::size_t by_owner, std::size_t by_registrant, std::size_t batches,
+                        const char* why_not_waited) {
+    if (owner_waited) {
+      EXPECT_EQ(by_owner, 0u) << why_not_waited;
+      EXPECT_EQ(by_registrant, 2 * batches);
+      expect_only_the_owners_batch_left();
+    } else {
+      ReadyList ready;
+      EXPECT_EQ(by_owner + by_registrant + buffer.register_sealed(ready), 2 * batches + 2);
+      EXPECT_EQ(queue(), pushed());
+    }
+  }
   /// The ops in the variable's queue, in its order.
   std::vector<OpBlock*> queue() const {
     std::vector<OpBlock*> queued;
@@ -324,15 +341,8 @@ TEST(PushBuffer, SealingWithEverySlotTakenForWorkersWaitsForOneToRegister) {
   const std::size_t by_worker = buffer.register_sealed(ready);
   owner.join();
 
-  if (Contention::process().losses() == losses_before) {
-    EXPECT_EQ(by_owner, 0u) << "the owner registered instead of waiting";
-    EXPECT_EQ(by_worker, 2 * batches);
-    one.expect_only_the_owners_batch_left();
-  } else {
-    // Whoever took the registration lock first registered; nothing is lost or reordered.
-    EXPECT_EQ(by_owner + by_worker + buffer.register_sealed(ready), 2 * batches + 2);
-    EXPECT_EQ(one.queue(), one.pushed());
-  }
+  one.expect_room_made(Contention::process().losses() == losses_before, by_owner, by_worker, batches,
+                       "the owner registered instead of waiting");
 }
 
 // Workers that complete nothing are not running: the owner stops waiting
@@ -391,15 +401,8 @@ TEST(PushBuffer, SealingWithEverySlotTakenForWorkersWaitsWhileTheyComplete) {
   const std::size_t by_worker = buffer.register_sealed(ready);
   owner.join();
   completing.join();
-  if (!stalled && Contention::process().losses() == losses_before) {
-    EXPECT_EQ(by_owner, 0u) << "the owner stopped waiting for workers at work";
-    EXPECT_EQ(by_worker, 2 * batches);
-    one.expect_only_the_owners_batch_left();
-  } else {
-    // Whoever took the registration lock first registered; nothing is lost or reordered.
-    EXPECT_EQ(by_owner + by_worker + buffer.register_sealed(ready), 2 * batches + 2);
-    EXPECT_EQ(one.queue(), one.pushed());
-  }
+  one.expect_room_made(!stalled && Contention::process().losses() == losses_before, by_owner, by_worker, batches,
+                       "the owner stopped waiting for workers at work");
 }
 
 // When no worker comes within the wait, the owner makes room itself.
