@@ -31,6 +31,11 @@ class CpuWorkers : public Executor {
   /// True when an active worker was last placed on the calling thread's
   /// CPU: there it takes turns on one core with the thread that feeds it.
   virtual bool worker_on_this_cpu() const = 0;
+  /// Moves the calling thread (a frontend) off an active worker's CPU to
+  /// one no worker is on, where one is allowed and the process keeps its
+  /// cores; with `rate_limited`, at most as often as workers move
+  /// (devices/cpu/worker_placement.h). Returns whether it moved.
+  virtual bool step_off_workers(bool rate_limited) = 0;
   /// True when no worker is active: a submit would have to start one.
   bool idle() const { return active_.load(std::memory_order_seq_cst) == 0; }
   /// True on a thread running this device's ops (a worker, or a helper).

@@ -370,6 +370,7 @@ void EngineCore::wait_var(Var var, bool for_write) {
   op->signal = &signal;
   submit(op);
   std::exception_ptr error = signal.wait();
+  if (signal.slept()) after_blocking_sleep();
   if (obs) [[unlikely]] obs->on_block_end(call);
   if (error) std::rethrow_exception(error);
 }

@@ -142,6 +142,9 @@ class EngineCore {
 
   /// A validated op with its entries sorted; the engine takes it over.
   virtual void submit(detail::OpBlock* op) = 0;
+  /// A frontend woke from a sleep in a blocking call: the thread that woke
+  /// it may have had it placed on its own CPU.
+  virtual void after_blocking_sleep() {}
 
   detail::OpBlock* make_op(detail::OpKind kind, VarList reads, VarList writes, const PushOptions& options);
   // make_op's errors, out of line so that its common path stays short.

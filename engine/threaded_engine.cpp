@@ -220,10 +220,10 @@ class ThreadedEngine final : public EngineCore {
       // would cost hand-offs and misses on lines this core wrote.
       flush(buffer);
       if (cpu_->help(detail::tuning::kFrontendHelp, /*workers_stalled=*/true)) wake_waiters();
-    } else if (full && !sealed && takes_turns_with_worker()) {
-      // The worker would run these ops on this core anyway, between this
-      // thread's turns: run them now, on lines still in its cache, and
-      // without the switches.
+    } else if (full && !sealed && takes_turns_with_worker() && !cpu_->step_off_workers(/*rate_limited=*/true)) {
+      // With no CPU to step off to, the worker would run these ops on this
+      // core anyway, between this thread's turns: run them now, on lines
+      // still in its cache, and without the switches.
       register_with([&](ReadyList& ready) { return buffer.seal_making_room(ready, kRoomWaitNone); });
       if (cpu_->help(detail::tuning::kFrontendHelp)) wake_waiters();
     } else if (full && !sealed) {
@@ -375,7 +375,8 @@ class ThreadedEngine final : public EngineCore {
 
   // Whether this frontend shares its CPU with an active worker, which the
   // kernel does when another thread holds the other cores (2 threads
-  // against 1 is as balanced as 3 on 2 gets). Not for a push from inside an
+  // against 1 is as balanced as 3 on 2 gets), or to pack threads that
+  // would fit one CPU. Not for a push from inside an
   // operation, on whatever thread: ops are not run nested in one another.
   bool takes_turns_with_worker() const {
     return cpu_->has_spare_core() && !in_operation() && cpu_->worker_on_this_cpu();
@@ -634,7 +635,12 @@ class ThreadedEngine final : public EngineCore {
       epoch_.wait(epoch, std::memory_order_seq_cst);
     }
     waiter_count.fetch_sub(1, std::memory_order_relaxed);
+    after_blocking_sleep();
   }
+
+  // Woken by a worker, a frontend is often placed on that worker's CPU
+  // while another CPU idles (devices/cpu/worker_placement.h): it steps off.
+  void after_blocking_sleep() override { cpu_->step_off_workers(/*rate_limited=*/false); }
 
   // Counts threads inside on_completed / on_launched (devices, completion
   // callbacks), which the destructor must outwait.

@@ -28,13 +28,19 @@ class WaitSignal {
       while (done_.load(std::memory_order_acquire) == 0 && spin.round()) {
       }
     }
-    while (done_.load(std::memory_order_acquire) == 0) done_.wait(0, std::memory_order_acquire);
+    while (done_.load(std::memory_order_acquire) == 0) {
+      slept_ = true;
+      done_.wait(0, std::memory_order_acquire);
+    }
     return error_;
   }
+  /// Whether wait() went to sleep (a woken thread may find itself moved).
+  bool slept() const { return slept_; }
 
  private:
   std::atomic<std::uint32_t> done_{0};
   std::exception_ptr error_;
+  bool slept_ = false;  // the waiting thread's own
 };
 
 }  // namespace depengine::detail

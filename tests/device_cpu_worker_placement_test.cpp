@@ -1,5 +1,6 @@
 // WorkerPlacement (devices/cpu/worker_placement.h): which CPU a starting
-// worker moves to, the slots it takes and gives back, and the move itself.
+// worker, or a frontend on a worker's CPU, moves to, the slots workers take
+// and give back, and the move itself.
 
 #include <gtest/gtest.h>
 
@@ -119,6 +120,56 @@ TEST(WorkerPlacement, NoMoveWhileTheProcessLosesItsCores) {
   const int b = second_of_two(placement, 0, 1, busy, &record_move, &two_cpus);
   EXPECT_TRUE(moves.empty());
   EXPECT_EQ(placement.cpu_of(b), 0);
+}
+
+TEST(WorkerPlacement, AFrontendOnAWorkersCpuStepsOffToAFreeOne) {
+  WorkerPlacement placement(2);
+  const Contention quiet;
+  moves.clear();
+  const int a = placement.arrive_at(1, at_ms(0), quiet, &record_move, &four_cpus);
+  // Right after the worker's own move, and again: a frontend that slept is
+  // not held to the gap.
+  EXPECT_TRUE(placement.step_off_at(1, at_ms(0), /*gap=*/false, quiet, &record_move, &four_cpus));
+  EXPECT_TRUE(placement.step_off_at(1, at_ms(0), /*gap=*/false, quiet, &record_move, &four_cpus));
+  EXPECT_EQ(moves, (std::vector<int>{0, 0}));
+  EXPECT_EQ(placement.cpu_of(a), 1);  // the worker stays where it is
+}
+
+TEST(WorkerPlacement, AFrontendStaysOffWorkersOrWithoutAFreeCpu) {
+  WorkerPlacement placement(2);
+  const Contention quiet;
+  moves.clear();
+  placement.arrive_at(0, at_ms(0), quiet, &record_move, &two_cpus);
+  EXPECT_FALSE(placement.step_off_at(1, at_ms(0), false, quiet, &record_move, &two_cpus));  // no worker on 1
+  EXPECT_FALSE(placement.step_off_at(-1, at_ms(0), false, quiet, &record_move, &two_cpus));  // CPU unknown
+  placement.arrive_at(1, at_ms(0), quiet, &record_move, &two_cpus);
+  EXPECT_FALSE(placement.step_off_at(0, at_ms(0), false, quiet, &record_move, &two_cpus));  // every CPU taken
+  EXPECT_TRUE(moves.empty());
+}
+
+TEST(WorkerPlacement, AFrontendPushingStepsOffAtMostOncePerGapWithTheWorkers) {
+  WorkerPlacement placement(2);
+  const Contention quiet;
+  const int b = second_of_two(placement, 0, 0, quiet, &record_move, &four_cpus);  // moves to 1
+  ASSERT_EQ(placement.cpu_of(b), 1);
+  EXPECT_FALSE(placement.step_off_at(1, at_ms(kGapMs - 1), /*gap=*/true, quiet, &record_move, &four_cpus));
+  EXPECT_TRUE(placement.step_off_at(1, at_ms(kGapMs), /*gap=*/true, quiet, &record_move, &four_cpus));
+  EXPECT_EQ(moves, (std::vector<int>{1, 2}));
+  // A move after a sleep counts for the gap too.
+  EXPECT_TRUE(placement.step_off_at(1, at_ms(3 * kGapMs), /*gap=*/false, quiet, &record_move, &four_cpus));
+  EXPECT_FALSE(placement.step_off_at(1, at_ms(3 * kGapMs), /*gap=*/true, quiet, &record_move, &four_cpus));
+}
+
+TEST(WorkerPlacement, AFrontendStaysWhileTheProcessLosesItsCoresOrTheMoveFails) {
+  WorkerPlacement placement(2);
+  Contention busy;
+  busy.lost_core(at_ms(0));
+  moves.clear();
+  placement.arrive_at(0, at_ms(0), Contention(), &record_move, &two_cpus);
+  EXPECT_FALSE(placement.step_off_at(0, at_ms(1), false, busy, &record_move, &two_cpus));
+  EXPECT_TRUE(moves.empty());
+  EXPECT_FALSE(placement.step_off_at(0, at_ms(1), false, Contention(), &refuse_move, &two_cpus));
+  EXPECT_EQ(moves, (std::vector<int>{1}));
 }
 
 #if defined(__linux__)

@@ -45,6 +45,7 @@ class CpuExecutor final : public CpuWorkers {
   /// The thread would only sleep otherwise, and ops it runs need no hand-off.
   bool help(std::chrono::nanoseconds budget, bool workers_stalled = false) override;
   bool worker_on_this_cpu() const override { return placement_.occupied(WorkerPlacement::current_cpu()); }
+  bool step_off_workers(bool rate_limited) override { return placement_.step_off(rate_limited); }
 
  private:
   static constexpr std::size_t kMaxBatch = tuning::kWorkerBatch;

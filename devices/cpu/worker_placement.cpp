@@ -71,29 +71,47 @@ int WorkerPlacement::arrive_at(int cpu, SpinClock::time_point now, const Content
     if (cpu_of_[i].compare_exchange_strong(free, cpu, std::memory_order_acq_rel)) slot = i;
   }
   if (slot < 0) return -1;
-  // The common case costs one look at the others: a system call only when
-  // two workers share a CPU. While the process's threads lose their cores
-  // to others (sync/spin_wait.h), a CPU free of workers is no idle one:
-  // stay. And at most one move per kWorkerMoveGap: on a busy machine
-  // workers start often, and moves that often cost more than they gain.
+  const int moved_to = move_off_workers(cpu, slot, now, /*gap=*/true, contention, move, allowed);
+  if (moved_to >= 0) cpu_of_[slot].store(moved_to, std::memory_order_release);
+  return slot;
+}
+
+bool WorkerPlacement::step_off(bool gap) {
+  return step_off_at(current_cpu(), SpinClock::now(), gap, Contention::process(), &move_to, &allowed_cpus);
+}
+
+bool WorkerPlacement::step_off_at(int cpu, SpinClock::time_point now, bool gap, const Contention& contention,
+                                  Move move, AllowedCpus allowed) {
+  return cpu >= 0 && move_off_workers(cpu, /*own=*/-1, now, gap, contention, move, allowed) >= 0;
+}
+
+int WorkerPlacement::move_off_workers(int cpu, int own, SpinClock::time_point now, bool gap,
+                                      const Contention& contention, Move move, AllowedCpus allowed) {
+  // The common case costs one look at the workers: a system call only when
+  // the thread shares a CPU with one. While the process's threads lose
+  // their cores to others (sync/spin_wait.h), a CPU free of workers is no
+  // idle one: stay. And at most one move per kWorkerMoveGap where asked: on
+  // a busy machine workers start often, and moves that often cost more than
+  // they gain.
   bool shared = false;
   for (int i = 0; i < slots_ && !shared; ++i) {
-    shared = i != slot && cpu_of_[i].load(std::memory_order_acquire) == cpu;
+    shared = i != own && cpu_of_[i].load(std::memory_order_acquire) == cpu;
   }
-  if (!shared || contention.active(now)) return slot;
+  if (!shared || contention.active(now)) return -1;
   const std::int64_t ticks = now.time_since_epoch().count();
   std::int64_t last = last_move_.load(std::memory_order_relaxed);
-  const auto gap = std::chrono::duration_cast<SpinClock::duration>(tuning::kWorkerMoveGap).count();
-  if (ticks - last < gap || !last_move_.compare_exchange_strong(last, ticks, std::memory_order_relaxed)) {
-    return slot;
+  const auto min_gap = std::chrono::duration_cast<SpinClock::duration>(tuning::kWorkerMoveGap).count();
+  if (gap && (ticks - last < min_gap || !last_move_.compare_exchange_strong(last, ticks, std::memory_order_relaxed))) {
+    return -1;
   }
   std::vector<int> others;
   for (int i = 0; i < slots_; ++i) {
-    if (i != slot) others.push_back(cpu_of_[i].load(std::memory_order_acquire));
+    if (i != own) others.push_back(cpu_of_[i].load(std::memory_order_acquire));
   }
   const int target = target_cpu(cpu, others, allowed());
-  if (target >= 0 && move(target)) cpu_of_[slot].store(target, std::memory_order_release);
-  return slot;
+  if (target < 0 || !move(target)) return -1;
+  if (!gap) last_move_.store(ticks, std::memory_order_relaxed);
+  return target;
 }
 
 bool WorkerPlacement::occupied(int cpu) const {

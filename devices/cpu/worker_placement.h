@@ -17,9 +17,16 @@
 // workers start often, and moving each time cost the contended core_bench
 // 20-30% with 2 workers.
 //
-// The record of where each active worker is also tells a frontend whether
-// it shares a CPU with one (occupied): then the two take turns on one core,
-// and the frontend runs ops itself (engine/threaded_engine.cpp).
+// A frontend meets the same on its side: the worker that wakes it from a
+// blocking call, or that it wakes, lands on its CPU. This kernel's
+// scheduler does so on purpose while the two together would fit one CPU
+// (the development VM's kernel packs such threads), and there the epoch of
+// a chain of 1.5 µs ops pushed at 0.4 µs each took 2.1-2.3 ms where the
+// two threads on two CPUs take 1.7 (serial: 1.9). So a frontend on an
+// active worker's CPU steps off it to a CPU free of workers (step_off),
+// under the same conditions as a worker. Where none is free, the two take
+// turns on one core, and the frontend runs ops itself
+// (engine/threaded_engine.cpp).
 //
 // The decision is a pure function (tested with made-up CPUs); the move is
 // Linux's sched_setaffinity, and a no-op elsewhere.
@@ -47,6 +54,14 @@ class WorkerPlacement {
   using Move = bool (*)(int cpu);
   using AllowedCpus = std::vector<int> (*)();
   int arrive_at(int cpu, SpinClock::time_point now, const Contention& contention, Move move, AllowedCpus allowed);
+  /// For a thread that feeds the workers (a frontend): moves it off an
+  /// active worker's CPU to one no worker is on, if one is allowed; with
+  /// `gap`, at most once per kWorkerMoveGap counting the workers' moves.
+  /// Returns whether it moved.
+  bool step_off(bool gap);
+  /// step_off() for a thread on `cpu` at `now` (as arrive_at()).
+  bool step_off_at(int cpu, SpinClock::time_point now, bool gap, const Contention& contention, Move move,
+                   AllowedCpus allowed);
   /// The CPU the worker in `slot` was last placed on (-1: slot free).
   int cpu_of(int slot) const { return cpu_of_[slot].load(std::memory_order_acquire); }
   /// Whether an active worker was last placed on `cpu`.
@@ -68,6 +83,12 @@ class WorkerPlacement {
   static std::vector<int> allowed_cpus();
 
  private:
+  // Moves a thread on `cpu` that shares it with a worker other than the one
+  // in `own` (-1: none) to a CPU free of them, when it may; returns the CPU
+  // it moved to, or -1.
+  int move_off_workers(int cpu, int own, SpinClock::time_point now, bool gap, const Contention& contention,
+                       Move move, AllowedCpus allowed);
+
   const int slots_;
   std::unique_ptr<std::atomic<int>[]> cpu_of_;  // per slot: the CPU of its worker, -1 when free
   std::atomic<std::int64_t> last_move_{0};      // SpinClock ticks of the last move
