@@ -30,6 +30,7 @@
 #include "engine/op_pool.h"
 #include "engine/push_buffers.h"
 #include "engine/var_adoption.h"
+#include "sync/engine_thread_clock.h"
 #include "sync/machine_load.h"
 #include "sync/spin_wait.h"
 #include "sync/tuning.h"
@@ -170,7 +171,10 @@ class ThreadedEngine final : public EngineCore {
 
  protected:
   void submit(OpBlock* op) override {
-    if (count_down(t_pushes_to_check, check_interval_) && !in_operation()) apply_back_pressure();
+    if (count_down(t_pushes_to_check, check_interval_)) {
+      detail::EngineThreadClock::enlist();  // a frontend's CPU time is the engine's (MachineLoad)
+      if (!in_operation()) apply_back_pressure();
+    }
     if (detail::OpObserver* obs = observer()) [[unlikely]] obs->on_push(*op);
     PushBuffer* buffer = buffer_for(*op);
     if (buffer == nullptr || !batch(op, *buffer)) register_now(op, buffer);

@@ -4,9 +4,10 @@
 #include <cstdio>
 
 #if defined(__linux__)
-#include <sys/resource.h>
 #include <unistd.h>
 #endif
+
+#include "sync/engine_thread_clock.h"
 
 namespace depengine::detail {
 
@@ -20,7 +21,7 @@ MachineLoad::MachineLoad() {
 double MachineLoad::others_busy_cores(const CpuTimeSample& a, const CpuTimeSample& b) {
   const double wall_s = std::chrono::duration<double>(b.when - a.when).count();
   if (wall_s <= 0) return 0;
-  const double others_s = (b.machine_busy_s - a.machine_busy_s) - (b.process_s - a.process_s);
+  const double others_s = (b.machine_busy_s - a.machine_busy_s) - (b.engine_s - a.engine_s);
   return std::max(0.0, others_s) / wall_s;
 }
 
@@ -33,13 +34,12 @@ std::optional<CpuTimeSample> MachineLoad::sample(SpinClock::time_point now) {
   const int fields = std::fscanf(stat, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &user, &nice, &system, &idle,
                                  &iowait, &irq, &softirq, &steal);
   std::fclose(stat);
-  rusage usage{};
-  if (fields < 4 || getrusage(RUSAGE_SELF, &usage) != 0) return std::nullopt;
+  const std::optional<double> engine_s = EngineThreadClock::seconds();
+  if (fields < 4 || !engine_s) return std::nullopt;
   const double tick_s = 1.0 / static_cast<double>(sysconf(_SC_CLK_TCK));
-  const auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec * 1e-6; };
   return CpuTimeSample{.when = now,
                        .machine_busy_s = static_cast<double>(user + nice + system + irq + softirq) * tick_s,
-                       .process_s = seconds(usage.ru_utime) + seconds(usage.ru_stime)};
+                       .engine_s = *engine_s};
 #else
   (void)now;
   return std::nullopt;

@@ -1,14 +1,16 @@
 #pragma once
-// MachineLoad: how many cores other processes kept busy lately — what tells
-// a busy neighbour from an engine whose own threads outnumber the cores.
+// MachineLoad: how many cores threads other than the engine's kept busy
+// lately — what tells a busy neighbour from an engine whose own threads
+// outnumber the cores.
 //
 // Both lose a spinner its core (sync/spin_wait.h), but they call for
 // opposite answers: beside a neighbour a frontend does best to run its own
 // ops, while with the engine's own threads one more than the cores it would
 // take a worker's. The machine's busy CPU time (/proc/stat, all CPUs) less
-// the process's own (getrusage) over a window tells them apart. /proc/stat
-// counts in ticks of 10 ms, so a window is at least kWindow long
-// (tuning::kNeighbourWindow).
+// the engine's threads' own (sync/engine_thread_clock.h) over a window
+// tells them apart; the process's other threads count as neighbours, as
+// other processes do. /proc/stat counts in ticks of 10 ms, so a window is
+// at least kWindow long (tuning::kNeighbourWindow).
 //
 //   MachineLoad load;
 //   load.update(SpinClock::now());         // now and then, e.g. on a lost core
@@ -26,30 +28,32 @@
 
 namespace depengine::detail {
 
-/// CPU seconds the machine spent busy (all CPUs) and the process spent, at `when`.
+/// CPU seconds the machine spent busy (all CPUs) and the engine's threads
+/// spent, at `when`.
 struct CpuTimeSample {
   SpinClock::time_point when;
   double machine_busy_s = 0;
-  double process_s = 0;
+  double engine_s = 0;
 };
 
 class MachineLoad {
  public:
   /// Shortest window between two samples.
   static constexpr auto kWindow = tuning::kNeighbourWindow;
-  /// Other processes' average use, in cores, from which they count as busy.
+  /// Other threads' average use, in cores, from which they count as busy.
   static constexpr double kBusyCores = tuning::kNeighbourCores;
 
   MachineLoad();
   /// Takes a sample at `now` if the last one is kWindow old, and judges the
   /// window between them; several threads may call it at once.
   void update(SpinClock::time_point now);
-  /// Whether other processes kept at least kBusyCores busy in the last window judged.
+  /// Whether threads other than the engine's kept at least kBusyCores busy
+  /// in the last window judged.
   bool neighbours_busy() const { return neighbours_busy_.load(std::memory_order_relaxed); }
 
-  /// The cores other processes kept busy on average from `a` to `b`.
+  /// The cores threads other than the engine's kept busy on average from `a` to `b`.
   static double others_busy_cores(const CpuTimeSample& a, const CpuTimeSample& b);
-  /// A sample of this machine and process now; none where unavailable.
+  /// A sample of this machine and the engine's threads now; none where unavailable.
   static std::optional<CpuTimeSample> sample(SpinClock::time_point now);
 
   static MachineLoad& process();

@@ -1,10 +1,13 @@
-// MachineLoad's arithmetic on made-up samples, and a real sample's sense.
+// MachineLoad's arithmetic on made-up samples, a real sample's sense, and
+// EngineThreadClock, which tells the engine's threads from the others.
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <thread>
 
+#include "sync/engine_thread_clock.h"
 #include "sync/machine_load.h"
 
 #if defined(__linux__)
@@ -16,14 +19,14 @@
 namespace depengine::detail {
 namespace {
 
-CpuTimeSample at(double seconds, double machine_busy_s, double process_s) {
+CpuTimeSample at(double seconds, double machine_busy_s, double engine_s) {
   return {.when = SpinClock::time_point(std::chrono::duration_cast<SpinClock::duration>(
               std::chrono::duration<double>(seconds))),
           .machine_busy_s = machine_busy_s,
-          .process_s = process_s};
+          .engine_s = engine_s};
 }
 
-TEST(MachineLoad, OthersAreTheMachinesBusyTimeLessTheProcesss) {
+TEST(MachineLoad, OthersAreTheMachinesBusyTimeLessTheEngineThreads) {
   // 1 s of wall time: the machine busy 1.8 CPU-seconds, this process 0.8.
   EXPECT_DOUBLE_EQ(MachineLoad::others_busy_cores(at(10, 100, 50), at(11, 101.8, 50.8)), 1.0);
   // The process alone kept both cores busy: nobody else.
@@ -37,19 +40,53 @@ TEST(MachineLoad, TickRoundingNeverMakesOthersNegativeAndNoTimeIsNoLoad) {
   EXPECT_DOUBLE_EQ(MachineLoad::others_busy_cores(at(11, 100, 50), at(10, 105, 50)), 0.0);
 }
 
-TEST(MachineLoad, ASampleOfThisMachineCountsThisProcesssWork) {
+void spin_for(std::chrono::milliseconds span) {
+  const auto until = std::chrono::steady_clock::now() + span;
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
+TEST(MachineLoad, ASampleCountsTheMachinesWorkAndTheEngineThreadsApart) {
   const auto first = MachineLoad::sample(SpinClock::now());
 #if defined(__linux__)
   ASSERT_TRUE(first.has_value());
-  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
-  while (std::chrono::steady_clock::now() < until) {
-  }
+  std::thread engine_thread([] {
+    EngineThreadClock::enlist();
+    spin_for(std::chrono::milliseconds(300));
+  });
+  engine_thread.join();
+  spin_for(std::chrono::milliseconds(300));  // this thread is not the engine's
   const auto second = MachineLoad::sample(SpinClock::now());
   ASSERT_TRUE(second.has_value());
-  EXPECT_GE(second->process_s - first->process_s, 0.2);  // the spin above
-  EXPECT_GE(second->machine_busy_s - first->machine_busy_s, 0.2);
+  const double engine_s = second->engine_s - first->engine_s;
+  EXPECT_GE(engine_s, 0.2);  // the ended thread's spin, kept
+  EXPECT_LT(engine_s, 0.5);  // not this thread's
+  EXPECT_GE(second->machine_busy_s - first->machine_busy_s, 0.4);
 #else
   EXPECT_FALSE(first.has_value());
+#endif
+}
+
+TEST(EngineThreadClock, AnEnlistedThreadsTimeCountsWhileItRunsAndAfterItEnds) {
+#if defined(__linux__)
+  const double before = EngineThreadClock::seconds().value();
+  std::atomic<bool> spun{false}, stop{false};
+  std::thread engine_thread([&] {
+    EngineThreadClock::enlist();
+    EngineThreadClock::enlist();  // once is enough
+    spin_for(std::chrono::milliseconds(200));
+    spun = true;
+    while (!stop) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  while (!spun) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const double running = EngineThreadClock::seconds().value();
+  stop = true;
+  engine_thread.join();
+  const double ended = EngineThreadClock::seconds().value();
+  EXPECT_GE(running - before, 0.15);
+  EXPECT_GE(ended, running);
+#else
+  EXPECT_FALSE(EngineThreadClock::seconds().has_value());
 #endif
 }
 
@@ -73,6 +110,23 @@ TEST(MachineLoad, AnotherProcessThatSpinsIsSeen) {
   const bool seen = load.neighbours_busy();
   kill(child, SIGKILL);
   waitpid(child, nullptr, 0);
+  EXPECT_TRUE(seen);
+}
+
+// So is a thread of this process that is not the engine's (a data loader,
+// an interpreter).
+TEST(MachineLoad, AThreadOfThisProcessOutsideTheEngineThatSpinsIsSeen) {
+  MachineLoad load;
+  std::atomic<bool> stop{false};
+  std::thread neighbour([&] {
+    while (!stop) {
+    }
+  });
+  std::this_thread::sleep_for(MachineLoad::kWindow + std::chrono::milliseconds(100));
+  load.update(SpinClock::now());
+  const bool seen = load.neighbours_busy();
+  stop = true;
+  neighbour.join();
   EXPECT_TRUE(seen);
 }
 #endif

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <thread>
 
+#include "sync/engine_thread_clock.h"
 #include "sync/spin_wait.h"
 #include "sync/tuning.h"
 #include "engine/engine_core.h"
@@ -81,6 +82,7 @@ void CpuExecutor::start_worker_if_needed(std::size_t backlog) {
 }
 
 void CpuExecutor::worker_loop() {
+  EngineThreadClock::enlist();
   const int placed = placement_.arrive();
   const int box = mailboxes_.claim();
   const WorkerScope scope(this);  // its end touches only this thread's state
