@@ -13,6 +13,7 @@
 #if defined(__linux__)
 #include <signal.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #endif
 
@@ -40,11 +41,21 @@ TEST(MachineLoad, TickRoundingNeverMakesOthersNegativeAndNoTimeIsNoLoad) {
   EXPECT_DOUBLE_EQ(MachineLoad::others_busy_cores(at(11, 100, 50), at(10, 105, 50)), 0.0);
 }
 
+#if defined(__linux__)
+double thread_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+// Spins until the calling thread has run `span` on a CPU, however long a
+// loaded machine keeps it waiting meanwhile.
 void spin_for(std::chrono::milliseconds span) {
-  const auto until = std::chrono::steady_clock::now() + span;
-  while (std::chrono::steady_clock::now() < until) {
+  const double until = thread_cpu_seconds() + std::chrono::duration<double>(span).count();
+  while (thread_cpu_seconds() < until) {
   }
 }
+#endif
 
 TEST(MachineLoad, ASampleCountsTheMachinesWorkAndTheEngineThreadsApart) {
   const auto first = MachineLoad::sample(SpinClock::now());
