@@ -356,10 +356,9 @@ int main(int argc, char** argv) {
                      {"ns_per_iteration", iteration_s * 1e9}, {"runs", runs}, {"in_process", in_process},
                      {"cross_core_roundtrip_ns", roundtrip_before_ns < 0 ? nlohmann::json(nullptr)
                                                  : nlohmann::json{roundtrip_before_ns, roundtrip_after_ns}}};
-  // Negative where the process may use fewer than two CPUs: nothing to tell.
-  if (roundtrip_before_ns >= 0) {
-    std::printf("\nCross-core round trip, before and after the sweep: %.0f and %.0f ns\n", roundtrip_before_ns,
-                roundtrip_after_ns);
+  if (const std::string line = depengine::bench::roundtrips_line(roundtrip_before_ns, roundtrip_after_ns, " the sweep");
+      !line.empty()) {
+    std::printf("\n%s\n", line.c_str());
   }
   std::printf("\nMETG (50%% efficiency), µs:");
   for (const std::string& name : names) {

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include <depengine/engine.h>
@@ -74,9 +75,7 @@ int main(int argc, char** argv) {
   std::printf("workers %d: mean epoch %.0f us; overlapped %.0f us, serial %.0f us; ops run during the pushes %.0f%%\n",
               workers, epochs_us / measured, ops * std::max(op_us, push_us), ops * (op_us + push_us),
               100.0 * static_cast<double>(during_pushes) / (static_cast<double>(measured) * ops));
-  const double roundtrip_after = depengine::bench::cross_core_roundtrip_ns();
-  if (roundtrip_before >= 0 && roundtrip_after >= 0) {  // unknown with fewer than 2 CPUs
-    std::printf("Cross-core round trip, before and after: %.0f and %.0f ns\n", roundtrip_before, roundtrip_after);
-  }
+  const std::string line = depengine::bench::roundtrips_line(roundtrip_before, depengine::bench::cross_core_roundtrip_ns());
+  if (!line.empty()) std::printf("%s\n", line.c_str());
   return 0;
 }

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iostream>
 #include <new>
+#include <string>
 
 #include <depengine/profiler.h>
 #include <nlohmann/json.hpp>
@@ -135,9 +136,9 @@ int run(const depbench::Options& options, std::string& running) {
 
   const double roundtrip_after_ns = depengine::bench::cross_core_roundtrip_ns();
   std::cout << summary_table(results, options.config);
-  if (roundtrip_before_ns >= 0) {
-    std::cout << "\nCross-core round trip, before and after: " << static_cast<long>(roundtrip_before_ns + 0.5)
-              << " and " << static_cast<long>(roundtrip_after_ns + 0.5) << " ns\n";
+  if (const std::string line = depengine::bench::roundtrips_line(roundtrip_before_ns, roundtrip_after_ns);
+      !line.empty()) {
+    std::cout << "\n" << line << "\n";
   }
   bool ok = true;
   if (json.wanted()) {

@@ -11,10 +11,13 @@
 // benchmarks report this time so that such runs can be told apart.
 //
 //   const double ns = cross_core_roundtrip_ns();  // < 0: fewer than 2 CPUs
+//   std::puts(roundtrips_line(ns, cross_core_roundtrip_ns()).c_str());
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
+#include <string>
 #include <thread>
 
 #if defined(__linux__)
@@ -88,6 +91,15 @@ inline double cross_core_roundtrip_ns(int bursts = 20, int rounds = 500) {
   (void)rounds;
   return -1;
 #endif
+}
+
+/// "Cross-core round trip, before and after<during>: B and A ns" (rounded),
+/// the line a benchmark prints with its results; empty where either is
+/// unknown (negative: fewer than two CPUs).
+inline std::string roundtrips_line(double before_ns, double after_ns, const std::string& during = "") {
+  if (before_ns < 0 || after_ns < 0) return "";
+  return "Cross-core round trip, before and after" + during + ": " + std::to_string(std::lround(before_ns)) +
+         " and " + std::to_string(std::lround(after_ns)) + " ns";
 }
 
 }  // namespace depengine::bench
