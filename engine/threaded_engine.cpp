@@ -633,13 +633,15 @@ class ThreadedEngine final : public EngineCore {
       }
     }
     waiter_count.fetch_add(1, std::memory_order_seq_cst);
+    bool slept = false;
     for (;;) {
       const std::uint32_t epoch = epoch_.load(std::memory_order_seq_cst);
       if (in_flight() <= limit) break;
       epoch_.wait(epoch, std::memory_order_seq_cst);
+      slept = true;
     }
     waiter_count.fetch_sub(1, std::memory_order_relaxed);
-    after_blocking_sleep();
+    if (slept) after_blocking_sleep();
   }
 
   // Woken by a worker, a frontend is often placed on that worker's CPU
