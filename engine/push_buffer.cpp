@@ -136,7 +136,12 @@ bool PushBuffer::wait_for_room(RoomWait wait, bool& stalled) const {
 }
 
 std::size_t PushBuffer::flush_if_stale(ReadyList& ready, bool& holds_ops) {
-  register_lock_.lock();
+  // A registration under way: not stale, and no wait behind a registrant
+  // that may have lost its core.
+  if (!register_lock_.try_lock()) {
+    holds_ops = true;
+    return 0;
+  }
   lock_.lock();
   holds_ops = sealed_count() != 0 || !empty();
   lock_.unlock();

@@ -118,8 +118,8 @@ class PushBuffer {
   };
   std::size_t seal_making_room(ReadyList& ready, RoomWait wait, bool* workers_stalled = nullptr);
   /// For a periodic check: flushes when operations waited since the
-  /// previous call and nothing was registered meanwhile. `holds_ops` tells
-  /// whether any remain.
+  /// previous call and nothing was registered meanwhile (nor is being
+  /// registered now). `holds_ops` tells whether any remain.
   std::size_t flush_if_stale(ReadyList& ready, bool& holds_ops);
 
   /// Whether sealed batches wait (a hint, read without the locks).

@@ -215,10 +215,16 @@ class ThreadedEngine final : public EngineCore {
     // than by the frontend that feeds them.
     const bool idle = cpu_->idle();
     const bool run_here = full && !idle && runs_own_batches();
-    const bool sealed = full && !idle && !run_here && buffer.seal();
+    const bool register_here = full && !idle && !run_here && neighbours_busy();
+    const bool sealed = full && !idle && !run_here && !register_here && buffer.seal();
     buffer.unlock();
     if (idle) {
       flush(buffer);  // no worker would run it sooner
+    } else if (register_here) {
+      // A worker that has to win back its core from a neighbour would
+      // register the batch late, and while it does, this thread would wait
+      // for room or contend for the batch's locks.
+      flush(buffer);
     } else if (run_here) {
       // Left for a worker that has to win back its core first, the batch
       // would cost hand-offs and misses on lines this core wrote.
@@ -395,8 +401,12 @@ class ThreadedEngine final : public EngineCore {
   // worker's. Not from inside an operation: ops do not run nested.
   bool runs_own_batches() const {
     return !in_operation() && detail::Contention::process().active(detail::SpinClock::now()) &&
-           (cpu_->has_spare_core() || detail::MachineLoad::process().neighbours_busy());
+           (cpu_->has_spare_core() || neighbours_busy());
   }
+
+  // Whether threads other than the engine's keep cores busy (MachineLoad),
+  // and the engine's own threads take turns with them.
+  static bool neighbours_busy() { return detail::MachineLoad::process().neighbours_busy(); }
 
   // Whether a frontend that found every slot of `buffer` taken should wait
   // for a worker to register (kRoomWaitForWorkers). Not on a worker pushing

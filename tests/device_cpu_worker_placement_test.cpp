@@ -122,6 +122,19 @@ TEST(WorkerPlacement, NoMoveWhileTheProcessLosesItsCores) {
   EXPECT_EQ(placement.cpu_of(b), 0);
 }
 
+TEST(WorkerPlacement, NoMoveWithoutAMoverAsBesideBusyNeighbours) {
+  WorkerPlacement placement(2);
+  const Contention quiet;
+  const int b = second_of_two(placement, 0, 0, quiet, nullptr, &four_cpus);
+  EXPECT_EQ(placement.cpu_of(b), 0);  // its slot taken, on the shared CPU
+  EXPECT_FALSE(placement.step_off_at(0, at_ms(0), /*gap=*/false, quiet, nullptr, &four_cpus));
+  // The moves ruled out spent no gap: one allowed right after is made.
+  placement.leave(b);
+  const int c = placement.arrive_at(0, at_ms(1), quiet, &record_move, &four_cpus);
+  EXPECT_EQ(placement.cpu_of(c), 1);
+  EXPECT_EQ(moves, (std::vector<int>{1}));
+}
+
 TEST(WorkerPlacement, AFrontendOnAWorkersCpuStepsOffToAFreeOne) {
   WorkerPlacement placement(2);
   const Contention quiet;

@@ -256,6 +256,57 @@ TEST(PushBuffer, AFlushMakesRoomWhenEverySlotIsSealed) {
   EXPECT_EQ(one.queue(), one.pushed());
 }
 
+// The flush timer's check flushes a buffer whose ops waited a whole period
+// with nothing registered; during a registration it neither waits (the
+// registrant may have lost its core) nor flushes, and reports ops held.
+TEST(PushBuffer, AStalenessCheckFlushesOnlyWhatWaitedAndNeverWaitsForARegistrant) {
+  OneVariable one;
+  PushBuffer& buffer = one.buffer;
+  ReadyList ready;
+  bool holds_ops = false;
+  one.push();
+  EXPECT_EQ(buffer.flush_if_stale(ready, holds_ops), 1u);  // nothing registered since the last check
+  EXPECT_FALSE(holds_ops);
+  one.push();
+  ASSERT_TRUE(buffer.seal());
+  one.push();  // the current batch
+
+  // The registrant takes the registration lock and stops at the variable's.
+  one.v.lock.lock();
+  std::size_t by_registrant = 0;
+  std::thread registrant([&] {
+    ReadyList its_ready;
+    by_registrant = buffer.register_sealed(its_ready);
+  });
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!buffer.registering() && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+  ASSERT_TRUE(buffer.registering());
+  std::atomic<bool> checked{false};
+  std::size_t by_check = 1;
+  std::thread check([&] {
+    ReadyList its_ready;
+    by_check = buffer.flush_if_stale(its_ready, holds_ops);
+    checked = true;
+  });
+  // It returns while the registrant still holds the lock (within seconds:
+  // it is not timed, it must not wait for the unlock below).
+  while (!checked.load() && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+  EXPECT_TRUE(checked.load());
+  one.v.lock.unlock();
+  check.join();
+  registrant.join();
+  EXPECT_EQ(by_check, 0u);
+  EXPECT_TRUE(holds_ops);
+  EXPECT_EQ(by_registrant, 1u);
+
+  // A registration since the last look: not stale yet; the next look is.
+  EXPECT_EQ(buffer.flush_if_stale(ready, holds_ops), 0u);
+  EXPECT_TRUE(holds_ops);
+  EXPECT_EQ(buffer.flush_if_stale(ready, holds_ops), 1u);
+  EXPECT_FALSE(holds_ops);
+  EXPECT_EQ(one.queue(), one.pushed());
+}
+
 // With every slot taken, the owner registers the oldest batch only and seals
 // the current one; the rest wait for a worker, and order is kept.
 TEST(PushBuffer, SealingWithEverySlotTakenRegistersTheOldestBatchOnly) {

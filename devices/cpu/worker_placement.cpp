@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "sync/machine_load.h"
 #include "sync/tuning.h"
 
 #if defined(__linux__)
@@ -59,7 +60,14 @@ bool WorkerPlacement::move_to(int cpu) {
 }
 
 int WorkerPlacement::arrive() {
-  return arrive_at(current_cpu(), SpinClock::now(), Contention::process(), &move_to, &allowed_cpus);
+  return arrive_at(current_cpu(), SpinClock::now(), Contention::process(), mover(), &allowed_cpus);
+}
+
+WorkerPlacement::Move WorkerPlacement::mover() {
+  // Beside threads of others that keep cores busy (MachineLoad), a CPU free
+  // of workers is no idle one either, and the move's wait for the migration
+  // is a wait for a core.
+  return MachineLoad::process().neighbours_busy() ? nullptr : &move_to;
 }
 
 int WorkerPlacement::arrive_at(int cpu, SpinClock::time_point now, const Contention& contention, Move move,
@@ -77,7 +85,7 @@ int WorkerPlacement::arrive_at(int cpu, SpinClock::time_point now, const Content
 }
 
 bool WorkerPlacement::step_off(bool gap) {
-  return step_off_at(current_cpu(), SpinClock::now(), gap, Contention::process(), &move_to, &allowed_cpus);
+  return step_off_at(current_cpu(), SpinClock::now(), gap, Contention::process(), mover(), &allowed_cpus);
 }
 
 bool WorkerPlacement::step_off_at(int cpu, SpinClock::time_point now, bool gap, const Contention& contention,
@@ -97,7 +105,7 @@ int WorkerPlacement::move_off_workers(int cpu, int own, SpinClock::time_point no
   for (int i = 0; i < slots_ && !shared; ++i) {
     shared = i != own && cpu_of_[i].load(std::memory_order_acquire) == cpu;
   }
-  if (!shared || contention.active(now)) return -1;
+  if (!shared || move == nullptr || contention.active(now)) return -1;
   const std::int64_t ticks = now.time_since_epoch().count();
   std::int64_t last = last_move_.load(std::memory_order_relaxed);
   const auto min_gap = std::chrono::duration_cast<SpinClock::duration>(tuning::kWorkerMoveGap).count();

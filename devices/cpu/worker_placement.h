@@ -24,9 +24,10 @@
 // a chain of 1.5 µs ops pushed at 0.4 µs each took 2.1-2.3 ms where the
 // two threads on two CPUs take 1.7 (serial: 1.9). So a frontend on an
 // active worker's CPU steps off it to a CPU free of workers (step_off),
-// under the same conditions as a worker. Where none is free, the two take
-// turns on one core, and the frontend runs ops itself
-// (engine/threaded_engine.cpp).
+// under the same conditions as a worker. Neither moves while threads
+// other than the engine's keep cores busy (sync/machine_load.h): the CPU it
+// would move to is not idle either. Where none is free, the two take turns
+// on one core, and the frontend runs ops itself (engine/threaded_engine.cpp).
 //
 // The decision is a pure function (tested with made-up CPUs); the move is
 // Linux's sched_setaffinity, and a no-op elsewhere.
@@ -49,8 +50,8 @@ class WorkerPlacement {
   /// slot to give back to leave() (-1: none taken).
   int arrive();
   /// arrive() for a worker on `cpu` at `now`, moving with `move` (move_to,
-  /// or a test's stand-in) among the CPUs `allowed` returns (called only
-  /// when it may move).
+  /// or a test's stand-in; null: no move, as beside busy neighbours) among
+  /// the CPUs `allowed` returns (called only when it may move).
   using Move = bool (*)(int cpu);
   using AllowedCpus = std::vector<int> (*)();
   int arrive_at(int cpu, SpinClock::time_point now, const Contention& contention, Move move, AllowedCpus allowed);
@@ -83,6 +84,8 @@ class WorkerPlacement {
   static std::vector<int> allowed_cpus();
 
  private:
+  // move_to, or null while moves are ruled out on this machine now.
+  static Move mover();
   // Moves a thread on `cpu` that shares it with a worker other than the one
   // in `own` (-1: none) to a CPU free of them, when it may; returns the CPU
   // it moved to, or -1.
