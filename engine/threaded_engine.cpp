@@ -452,6 +452,9 @@ class ThreadedEngine final : public EngineCore {
   // The FlushTimer's tick: flushes the buffers that held ops since the
   // previous tick while nothing of theirs was registered.
   detail::FlushTimer::Tick flush_stale() {
+    // While the engine works, its neighbours are judged at least once per
+    // window, from this thread (which otherwise sleeps).
+    detail::MachineLoad::process().update(detail::SpinClock::now());
     detail::FlushTimer::Tick tick;
     buffers_.for_each([&](PushBuffer& buffer) {
       bool holds_ops = false;

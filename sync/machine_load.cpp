@@ -50,14 +50,31 @@ void MachineLoad::update(SpinClock::time_point now) {
   if (sampling_.exchange(true, std::memory_order_acquire)) return;  // another thread samples
   if (!have_last_ || now - last_.when >= kWindow) {
     if (auto next = sample(now)) {
-      if (have_last_) {
-        neighbours_busy_.store(others_busy_cores(last_, *next) >= kBusyCores, std::memory_order_relaxed);
-      }
+      if (have_last_) judge(last_, *next);
       last_ = *next;
       have_last_ = true;
     }
   }
   sampling_.store(false, std::memory_order_release);
+}
+
+void MachineLoad::judge(const CpuTimeSample& a, const CpuTimeSample& b) {
+  const double others = others_busy_cores(a, b);
+  // The time before the verdict: a reader that sees the verdict sees its time.
+  judged_at_.store(b.when.time_since_epoch().count(), std::memory_order_relaxed);
+  busy_cores_.store(others >= kBusyCores ? others : 0, std::memory_order_release);
+}
+
+double MachineLoad::busy_neighbour_cores(SpinClock::time_point now) const {
+  const double busy = busy_cores_.load(std::memory_order_acquire);
+  if (busy == 0) return 0;
+  const SpinClock::time_point judged{SpinClock::duration(judged_at_.load(std::memory_order_relaxed))};
+  return now - judged <= kVerdictLife ? busy : 0;
+}
+
+double MachineLoad::busy_neighbour_cores() const {
+  if (busy_cores_.load(std::memory_order_relaxed) == 0) return 0;
+  return busy_neighbour_cores(SpinClock::now());
 }
 
 MachineLoad& MachineLoad::process() {

@@ -16,11 +16,16 @@
 //   load.update(SpinClock::now());         // now and then, e.g. on a lost core
 //   if (load.neighbours_busy()) { ... }
 //
+// A verdict lasts kVerdictLife: neighbours that left are forgotten even if
+// nothing samples again (the engine samples on a lost core and on the
+// flush timer's ticks, which come only while it works).
+//
 // The arithmetic is a pure function, tested on made-up samples; the samples
 // are Linux's, and elsewhere no neighbour is ever seen.
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <optional>
 
 #include "sync/spin_wait.h"
@@ -42,14 +47,24 @@ class MachineLoad {
   static constexpr auto kWindow = tuning::kNeighbourWindow;
   /// Other threads' average use, in cores, from which they count as busy.
   static constexpr double kBusyCores = tuning::kNeighbourCores;
+  /// How long a window's verdict holds.
+  static constexpr auto kVerdictLife = 5 * kWindow;
 
   MachineLoad();
   /// Takes a sample at `now` if the last one is kWindow old, and judges the
   /// window between them; several threads may call it at once.
   void update(SpinClock::time_point now);
-  /// Whether threads other than the engine's kept at least kBusyCores busy
-  /// in the last window judged.
-  bool neighbours_busy() const { return neighbours_busy_.load(std::memory_order_relaxed); }
+  /// Judges the window from `a` to `b` (update's second half).
+  void judge(const CpuTimeSample& a, const CpuTimeSample& b);
+  /// The cores threads other than the engine's kept busy in the last window
+  /// judged, if at least kBusyCores and the window ended at most
+  /// kVerdictLife before `now`; else 0.
+  double busy_neighbour_cores(SpinClock::time_point now) const;
+  /// The same now; without busy neighbours it reads no clock.
+  double busy_neighbour_cores() const;
+  /// Whether busy_neighbour_cores is not 0.
+  bool neighbours_busy(SpinClock::time_point now) const { return busy_neighbour_cores(now) != 0; }
+  bool neighbours_busy() const { return busy_neighbour_cores() != 0; }
 
   /// The cores threads other than the engine's kept busy on average from `a` to `b`.
   static double others_busy_cores(const CpuTimeSample& a, const CpuTimeSample& b);
@@ -60,7 +75,8 @@ class MachineLoad {
 
  private:
   std::atomic<bool> sampling_{false};
-  std::atomic<bool> neighbours_busy_{false};
+  std::atomic<double> busy_cores_{0};       // the last verdict: 0, or kBusyCores and more
+  std::atomic<std::int64_t> judged_at_{0};  // SpinClock ticks: the end of the window judged
   CpuTimeSample last_{};  // written only by the thread holding sampling_
   bool have_last_ = false;
 };
