@@ -181,6 +181,20 @@ struct OneVariable {
       ++batches;
     }
   }
+  /// A thread that takes the registration lock to register the sealed
+  /// batches (`registered` of them) and stops at the variable's lock, taken
+  /// here, until the caller unlocks v.lock; returns once it holds the
+  /// registration lock (or after 20 s: the caller asserts registering()).
+  std::thread stopped_registrant(std::size_t& registered) {
+    v.lock.lock();
+    std::thread registrant([this, &registered] {
+      ReadyList ready;
+      registered = buffer.register_sealed(ready);
+    });
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!buffer.registering() && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+    return registrant;
+  }
   /// After the owner sealed its current batch (two ops) into a slot that a
   /// registrant freed: that batch alone is left, and registering it
   /// completes the queue in push order.
@@ -271,15 +285,8 @@ TEST(PushBuffer, AStalenessCheckFlushesOnlyWhatWaitedAndNeverWaitsForARegistrant
   ASSERT_TRUE(buffer.seal());
   one.push();  // the current batch
 
-  // The registrant takes the registration lock and stops at the variable's.
-  one.v.lock.lock();
   std::size_t by_registrant = 0;
-  std::thread registrant([&] {
-    ReadyList its_ready;
-    by_registrant = buffer.register_sealed(its_ready);
-  });
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (!buffer.registering() && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+  std::thread registrant = one.stopped_registrant(by_registrant);
   ASSERT_TRUE(buffer.registering());
   std::atomic<bool> checked{false};
   std::size_t by_check = 1;
@@ -290,6 +297,7 @@ TEST(PushBuffer, AStalenessCheckFlushesOnlyWhatWaitedAndNeverWaitsForARegistrant
   });
   // It returns while the registrant still holds the lock (within seconds:
   // it is not timed, it must not wait for the unlock below).
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (!checked.load() && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
   EXPECT_TRUE(checked.load());
   one.v.lock.unlock();
@@ -339,15 +347,8 @@ TEST_P(SealingWithEverySlotTaken, WaitsForARegistrantAtWork) {
   const std::size_t batches = one.fill_every_slot();
   ASSERT_GT(batches, 1u);
 
-  // The registrant takes the registration lock and stops at the variable's.
-  one.v.lock.lock();
   std::size_t by_registrant = 0;
-  std::thread registrant([&] {
-    ReadyList ready;
-    by_registrant = buffer.register_sealed(ready);
-  });
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (!buffer.registering() && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+  std::thread registrant = one.stopped_registrant(by_registrant);
   ASSERT_TRUE(buffer.registering());
 
   std::atomic<bool> owner_done{false};
