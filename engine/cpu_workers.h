@@ -8,7 +8,6 @@
 // state kept in this base, without a virtual call.
 
 #include <atomic>
-#include <chrono>
 #include <cstddef>
 #include <memory>
 
@@ -44,13 +43,11 @@ class CpuWorkers : public Executor {
   /// Queues several ready ops at once, all of priority 0 and not
   /// CpuPrioritized (the engine's path for a flushed batch).
   virtual void submit_plain(OpBlock* const* ops, std::size_t count) = 0;
-  /// Runs queued operations on the calling thread (a frontend about to
-  /// block in wait_all, or one on a worker's CPU) until the queue is empty
-  /// or `budget` has passed (checked between batches of a few ops); returns
-  /// whether it ran any. Does nothing when the workers already have every
-  /// core, unless `workers_stalled`: workers seen making no progress are not
-  /// running, and leave their cores to whoever runs their ops.
-  virtual bool help(std::chrono::nanoseconds budget, bool workers_stalled = false) = 0;
+  /// Runs queued operations on the calling thread (one about to block in
+  /// wait_all, which waits for them anyway) until the queue is empty;
+  /// returns whether it ran any. Does nothing when the workers already have
+  /// every core. Never from a push: a push does not wait for computation.
+  virtual bool help() = 0;
 
  protected:
   CpuWorkers(int threads, bool spare_core) : threads_(threads), spare_core_(spare_core) {}

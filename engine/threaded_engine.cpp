@@ -82,9 +82,6 @@ constexpr PushBuffer::RoomWait kRoomWaitForWorkers{
 // A frontend that registers the oldest batch itself, at once.
 constexpr PushBuffer::RoomWait kRoomWaitNone{};
 
-// A thread about to sleep in wait_all runs what is queued.
-constexpr auto kHelpUntilEmpty = std::chrono::nanoseconds::max();
-
 }  // namespace
 
 class ThreadedEngine final : public EngineCore {
@@ -102,7 +99,7 @@ class ThreadedEngine final : public EngineCore {
 
   ~ThreadedEngine() override {
     flush_all();
-    if (cpu_->help(kHelpUntilEmpty)) wake_waiters();
+    if (cpu_->help()) wake_waiters();
     wait_until_in_flight_at_most(0, waiters_, detail::tuning::kWaitSignalSpin);
     // A device or completion thread may still be inside on_completed, just
     // past counting the last completion: let it leave before we go.
@@ -119,7 +116,7 @@ class ThreadedEngine final : public EngineCore {
     flush_all();
     // This thread would only sleep: it runs queued CPU ops meanwhile (the
     // last ones it completes may be what other waiters wait for).
-    if (cpu_->help(kHelpUntilEmpty)) wake_waiters();
+    if (cpu_->help()) wake_waiters();
     wait_until_in_flight_at_most(0, waiters_, detail::tuning::kWaitSignalSpin);
     if (obs) [[unlikely]] obs->on_block_end("wait_all");
     if (std::exception_ptr error = take_all_errors()) std::rethrow_exception(error);
@@ -212,40 +209,27 @@ class ThreadedEngine final : public EngineCore {
     const bool full = buffer.full();
     // A full batch is sealed, to wait for a worker that runs out of work:
     // registering is a good part of a push's cost, better paid by a worker
-    // than by the frontend that feeds them.
+    // than by the frontend that feeds them. A push never runs ops (it does
+    // not wait for computation: an op may wait for what this thread does
+    // after the push).
     const bool idle = cpu_->idle();
-    const bool run_here = full && !idle && runs_own_batches();
-    const bool register_here = full && !idle && !run_here && neighbours_busy();
-    const bool sealed = full && !idle && !run_here && !register_here && buffer.seal();
+    const bool register_here = full && !idle && registers_own_batches();
+    const bool sealed = full && !idle && !register_here && buffer.seal();
     buffer.unlock();
-    if (idle) {
-      flush(buffer);  // no worker would run it sooner
-    } else if (register_here) {
-      // A worker that has to win back its core from a neighbour would
-      // register the batch late, and while it does, this thread would wait
-      // for room or contend for the batch's locks.
+    if (idle || register_here) {
+      // Idle: no worker would run it sooner. Else a worker that has to win
+      // back its core would register the batch late, and while it does,
+      // this thread would wait for room or contend for the batch's locks.
       flush(buffer);
-    } else if (run_here) {
-      // Left for a worker that has to win back its core first, the batch
-      // would cost hand-offs and misses on lines this core wrote.
-      flush(buffer);
-      if (cpu_->help(detail::tuning::kFrontendHelp, /*workers_stalled=*/true)) wake_waiters();
     } else if (full && !sealed && takes_turns_with_worker() && !cpu_->step_off_workers(/*rate_limited=*/true)) {
-      // With no CPU to step off to, the worker would run these ops on this
-      // core anyway, between this thread's turns: run them now, on lines
-      // still in its cache, and without the switches.
+      // The worker cannot register while this thread holds their one CPU:
+      // register the oldest batch now, without waiting for room.
       register_with([&](ReadyList& ready) { return buffer.seal_making_room(ready, kRoomWaitNone); });
-      if (cpu_->help(detail::tuning::kFrontendHelp)) wake_waiters();
     } else if (full && !sealed) {
       // Every slot is taken: make room by registering the oldest batch, or
-      // by waiting for a worker that does. Workers that stood still meanwhile
-      // are not running, maybe waiting for this thread's core: the same case.
-      const PushBuffer::RoomWait wait = room_wait(buffer);
-      bool stalled = false;
-      register_with([&](ReadyList& ready) { return buffer.seal_making_room(ready, wait, &stalled); });
-      if (stalled && !in_operation() && cpu_->help(detail::tuning::kFrontendHelp, /*workers_stalled=*/true)) {
-        wake_waiters();
-      }
+      // by waiting for a worker that does (this thread registers it itself
+      // when the workers stand still: they are not running).
+      register_with([&](ReadyList& ready) { return buffer.seal_making_room(ready, room_wait(buffer)); });
     } else if (!full && was_empty) {
       flush_timer_.arm();
     }
@@ -387,21 +371,20 @@ class ThreadedEngine final : public EngineCore {
   // kernel does when another thread holds the other cores (2 threads
   // against 1 is as balanced as 3 on 2 gets), or to pack threads that would
   // fit one CPU. Not for a push from inside an operation, on whatever
-  // thread: ops are not run nested in one another.
+  // thread: that thread runs the workers' ops, and is not one to move.
   bool takes_turns_with_worker() const {
     return cpu_->has_spare_core() && !in_operation() && cpu_->worker_on_this_cpu();
   }
 
-  // Whether a frontend registers and runs its full batches itself: while
-  // the process's threads lose their cores to other threads (Contention),
-  // with a core left over by the workers or beside other processes that
-  // keep cores busy (MachineLoad). Not otherwise with a worker on every
-  // core: there the engine's own threads are one more than the cores, which
-  // loses cores on a quiet machine too, and the frontend would take a
-  // worker's. Not from inside an operation: ops do not run nested.
-  bool runs_own_batches() const {
-    return !in_operation() && detail::Contention::process().active(detail::SpinClock::now()) &&
-           (cpu_->has_spare_core() || neighbours_busy());
+  // Whether a frontend registers its full batches itself: beside threads
+  // other than the engine's that keep cores busy (MachineLoad), or while
+  // the process's threads lose their cores (Contention) with a core left
+  // over by the workers. Not otherwise with a worker on every core: there
+  // the engine's own threads are one more than the cores, which loses
+  // cores on a quiet machine too, and registering is better left to them.
+  bool registers_own_batches() const {
+    return neighbours_busy() ||
+           (cpu_->has_spare_core() && detail::Contention::process().active(detail::SpinClock::now()));
   }
 
   // Whether threads other than the engine's keep cores busy (MachineLoad),

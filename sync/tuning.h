@@ -39,11 +39,6 @@ inline constexpr auto kRoomWaitSpin = std::chrono::microseconds(15);
 /// for a slot.
 inline constexpr auto kRoomWaitYield = std::chrono::microseconds(60);
 
-/// How long a push on a worker's CPU runs ready ops itself (then up to a
-/// worker batch more): what it may add to a push, of the order of a room
-/// wait, and many small ops' worth.
-inline constexpr auto kFrontendHelp = std::chrono::microseconds(50);
-
 /// How long a frontend over the bound of ops in flight spins for the workers
 /// to complete a quarter of them before sleeping: about that many small ops'
 /// time, so that a bounded run-ahead costs no wake-up per wait.
@@ -81,7 +76,7 @@ inline constexpr auto kWaitSignalSpin = std::chrono::microseconds(20);
 /// a small op every fraction of a microsecond, a descheduled one nothing for
 /// a time slice. Above the few microseconds a vCPU of the development VM
 /// sometimes pauses. Workers all in ops longer than this read as stalled
-/// too: the frontend then runs ops beside them for kFrontendHelp.
+/// too: the frontend then registers the batch itself, which costs little.
 inline constexpr auto kStallWindow = std::chrono::microseconds(10);
 /// A spin round takes well under a microsecond; one that took this long lost
 /// its core to another thread (sync/spin_wait.h). Below a scheduler's time

@@ -175,21 +175,18 @@ std::size_t CpuExecutor::keep_delivered(OpBlock* delivered, OpBlock** batch, std
   return 1;
 }
 
-bool CpuExecutor::help(std::chrono::nanoseconds budget, bool workers_stalled) {
+bool CpuExecutor::help() {
   // With a worker on every core, a helper would only oversubscribe them.
-  if (!spare_core_ && !workers_stalled) return false;
+  if (!spare_core_) return false;
   // Counted as a worker while it helps: its completions need not wake the
   // waiters one by one (the caller is one of them, and wakes the rest).
   const WorkerScope scope(this);
   OpBlock* batch[kMaxBatch];
   bool ran = false;
   bool more = false;
-  const bool bounded = budget != std::chrono::nanoseconds::max();
-  const auto deadline = bounded ? std::chrono::steady_clock::now() + budget : std::chrono::steady_clock::time_point{};
   while (std::size_t count = queue_.pop(batch, kMaxBatch, more)) {
     run_batch(batch, count);
     ran = true;
-    if (bounded && std::chrono::steady_clock::now() >= deadline) break;
   }
   return ran;
 }

@@ -43,7 +43,7 @@ class CpuExecutor final : public CpuWorkers {
   void submit_plain(OpBlock* const* ops, std::size_t count) override;
   void shutdown() override;
   /// The thread would only sleep otherwise, and ops it runs need no hand-off.
-  bool help(std::chrono::nanoseconds budget, bool workers_stalled = false) override;
+  bool help() override;
   bool worker_on_this_cpu() const override { return placement_.occupied(WorkerPlacement::current_cpu()); }
   bool step_off_workers(bool rate_limited) override { return placement_.step_off(rate_limited); }
 

@@ -27,7 +27,8 @@
 // under the same conditions as a worker. Neither moves while threads
 // other than the engine's keep cores busy (sync/machine_load.h): the CPU it
 // would move to is not idle either. Where none is free, the two take turns
-// on one core, and the frontend runs ops itself (engine/threaded_engine.cpp).
+// on one core, and the frontend registers its batches at once
+// (engine/threaded_engine.cpp).
 //
 // The decision is a pure function (tested with made-up CPUs); the move is
 // Linux's sched_setaffinity, and a no-op elsewhere.
