@@ -59,22 +59,19 @@ void MachineLoad::update(SpinClock::time_point now) {
 }
 
 void MachineLoad::judge(const CpuTimeSample& a, const CpuTimeSample& b) {
-  const double others = others_busy_cores(a, b);
   // The time before the verdict: a reader that sees the verdict sees its time.
   judged_at_.store(b.when.time_since_epoch().count(), std::memory_order_relaxed);
-  busy_cores_.store(others >= kBusyCores ? others : 0, std::memory_order_release);
+  neighbours_busy_.store(others_busy_cores(a, b) >= kBusyCores, std::memory_order_release);
 }
 
-double MachineLoad::busy_neighbour_cores(SpinClock::time_point now) const {
-  const double busy = busy_cores_.load(std::memory_order_acquire);
-  if (busy == 0) return 0;
+bool MachineLoad::neighbours_busy(SpinClock::time_point now) const {
+  if (!neighbours_busy_.load(std::memory_order_acquire)) return false;
   const SpinClock::time_point judged{SpinClock::duration(judged_at_.load(std::memory_order_relaxed))};
-  return now - judged <= kVerdictLife ? busy : 0;
+  return now - judged <= kVerdictLife;
 }
 
-double MachineLoad::busy_neighbour_cores() const {
-  if (busy_cores_.load(std::memory_order_relaxed) == 0) return 0;
-  return busy_neighbour_cores(SpinClock::now());
+bool MachineLoad::neighbours_busy() const {
+  return neighbours_busy_.load(std::memory_order_relaxed) && neighbours_busy(SpinClock::now());
 }
 
 MachineLoad& MachineLoad::process() {

@@ -56,15 +56,11 @@ class MachineLoad {
   void update(SpinClock::time_point now);
   /// Judges the window from `a` to `b` (update's second half).
   void judge(const CpuTimeSample& a, const CpuTimeSample& b);
-  /// The cores threads other than the engine's kept busy in the last window
-  /// judged, if at least kBusyCores and the window ended at most
-  /// kVerdictLife before `now`; else 0.
-  double busy_neighbour_cores(SpinClock::time_point now) const;
-  /// The same now; without busy neighbours it reads no clock.
-  double busy_neighbour_cores() const;
-  /// Whether busy_neighbour_cores is not 0.
-  bool neighbours_busy(SpinClock::time_point now) const { return busy_neighbour_cores(now) != 0; }
-  bool neighbours_busy() const { return busy_neighbour_cores() != 0; }
+  /// Whether threads other than the engine's kept at least kBusyCores busy
+  /// in the last window judged, if it ended at most kVerdictLife before `now`.
+  bool neighbours_busy(SpinClock::time_point now) const;
+  /// The same now; when the last verdict was "no" it reads no clock.
+  bool neighbours_busy() const;
 
   /// The cores threads other than the engine's kept busy on average from `a` to `b`.
   static double others_busy_cores(const CpuTimeSample& a, const CpuTimeSample& b);
@@ -75,7 +71,7 @@ class MachineLoad {
 
  private:
   std::atomic<bool> sampling_{false};
-  std::atomic<double> busy_cores_{0};       // the last verdict: 0, or kBusyCores and more
+  std::atomic<bool> neighbours_busy_{false};  // the last verdict
   std::atomic<std::int64_t> judged_at_{0};  // SpinClock ticks: the end of the window judged
   CpuTimeSample last_{};  // written only by the thread holding sampling_
   bool have_last_ = false;

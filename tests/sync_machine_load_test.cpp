@@ -46,14 +46,14 @@ TEST(MachineLoad, AVerdictHoldsForItsLifeOnly) {
   // Others kept one core busy from 10 s to 11 s.
   load.judge(at(10, 100, 50), at(11, 101.8, 50.8));
   const SpinClock::time_point end = at(11, 0, 0).when;
-  EXPECT_DOUBLE_EQ(load.busy_neighbour_cores(end), 1.0);
+  EXPECT_TRUE(load.neighbours_busy(end));
   EXPECT_TRUE(load.neighbours_busy(end + MachineLoad::kVerdictLife));
   EXPECT_FALSE(load.neighbours_busy(end + MachineLoad::kVerdictLife + std::chrono::milliseconds(1)));
   // A quiet window ends it at once; so does one below kBusyCores.
   load.judge(at(11, 101.8, 50.8), at(12, 102.8, 51.8));
   EXPECT_FALSE(load.neighbours_busy(at(12, 0, 0).when));
   load.judge(at(12, 102.8, 51.8), at(13, 104.2, 52.8));  // 0.4 cores
-  EXPECT_EQ(load.busy_neighbour_cores(at(13, 0, 0).when), 0.0);
+  EXPECT_FALSE(load.neighbours_busy(at(13, 0, 0).when));
 }
 
 #if defined(__linux__)
