@@ -8,6 +8,7 @@
 
 #include "engine/engine_core.h"
 #include "engine/op_pool.h"
+#include "sync/engine_thread_clock.h"
 #include "sync/wait_signal.h"
 
 namespace depengine {
@@ -52,6 +53,8 @@ class NaiveEngine final : public EngineCore {
 
  protected:
   void submit(OpBlock* op) override {
+    // The ops run on this thread: its CPU time is the engine's (MachineLoad).
+    detail::EngineThreadClock::enlist();
     if (detail::OpObserver* obs = observer()) [[unlikely]] obs->on_push(*op);
     // Pushed from inside one of this engine's operations: it runs once that
     // one has completed, in push order, from the loop below instead of on

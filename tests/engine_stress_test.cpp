@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <time.h>
 
 #include <atomic>
 #include <chrono>
@@ -18,6 +19,8 @@
 #include <depengine/c_api.h>
 #include <depengine/engine.h>
 #include <oneapi/tbb/global_control.h>
+
+#include "sync/engine_thread_clock.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -149,6 +152,33 @@ TEST(Stress, AnIdleEngineUsesNoCpu) {
   engine.push([](RunContext&) {}, {}, {v});  // and it still runs new work
   engine.wait_all();
 }
+
+#if defined(__linux__)
+// The thread that pushes to a naive engine runs its ops: its CPU time is the
+// engine's, not a neighbour's (sync/machine_load.h), as a threaded engine's
+// frontend and workers are. A fresh thread, enlisted by nothing else.
+TEST(Stress, ANaiveEnginesPushingThreadCountsAsTheEngines) {
+  double counted = 0;
+  std::thread pusher([&] {
+    Engine engine({.kind = EngineKind::Naive, .read_environment = false});
+    const Var v = engine.new_var();
+    const double before = detail::EngineThreadClock::seconds().value();
+    engine.push([](RunContext&) {
+      auto thread_cpu_s = [] {
+        timespec t{};
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+        return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+      };
+      const double until = thread_cpu_s() + 0.2;
+      while (thread_cpu_s() < until) {
+      }
+    }, {}, {v});
+    counted = detail::EngineThreadClock::seconds().value() - before;
+  });
+  pusher.join();
+  EXPECT_GE(counted, 0.15);
+}
+#endif
 
 // A submit racing with the last worker going to sleep (after 50 us without
 // work) must still get its op run: either the submit sees no worker and
