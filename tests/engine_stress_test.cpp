@@ -4,7 +4,6 @@
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>
-#include <time.h>
 
 #include <atomic>
 #include <chrono>
@@ -21,6 +20,7 @@
 #include <oneapi/tbb/global_control.h>
 
 #include "sync/engine_thread_clock.h"
+#include "tests/support/thread_cpu_spin.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -163,16 +163,7 @@ TEST(Stress, ANaiveEnginesPushingThreadCountsAsTheEngines) {
     Engine engine({.kind = EngineKind::Naive, .read_environment = false});
     const Var v = engine.new_var();
     const double before = detail::EngineThreadClock::seconds().value();
-    engine.push([](RunContext&) {
-      auto thread_cpu_s = [] {
-        timespec t{};
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-        return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
-      };
-      const double until = thread_cpu_s() + 0.2;
-      while (thread_cpu_s() < until) {
-      }
-    }, {}, {v});
+    engine.push([](RunContext&) { spin_for_thread_cpu(std::chrono::milliseconds(200)); }, {}, {v});
     counted = detail::EngineThreadClock::seconds().value() - before;
   });
   pusher.join();

@@ -11,9 +11,12 @@
 #include "sync/machine_load.h"
 
 #if defined(__linux__)
+#include "tests/support/thread_cpu_spin.h"
+#endif
+
+#if defined(__linux__)
 #include <signal.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 #endif
 
@@ -56,21 +59,6 @@ TEST(MachineLoad, AVerdictHoldsForItsLifeOnly) {
   EXPECT_FALSE(load.neighbours_busy(at(13, 0, 0).when));
 }
 
-#if defined(__linux__)
-double thread_cpu_seconds() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
-}
-
-// Spins until the calling thread has run `span` on a CPU, however long a
-// loaded machine keeps it waiting meanwhile.
-void spin_for(std::chrono::milliseconds span) {
-  const double until = thread_cpu_seconds() + std::chrono::duration<double>(span).count();
-  while (thread_cpu_seconds() < until) {
-  }
-}
-#endif
 
 TEST(MachineLoad, ASampleCountsTheMachinesWorkAndTheEngineThreadsApart) {
   const auto first = MachineLoad::sample(SpinClock::now());
@@ -78,10 +66,10 @@ TEST(MachineLoad, ASampleCountsTheMachinesWorkAndTheEngineThreadsApart) {
   ASSERT_TRUE(first.has_value());
   std::thread engine_thread([] {
     EngineThreadClock::enlist();
-    spin_for(std::chrono::milliseconds(300));
+    spin_for_thread_cpu(std::chrono::milliseconds(300));
   });
   engine_thread.join();
-  spin_for(std::chrono::milliseconds(300));  // this thread is not the engine's
+  spin_for_thread_cpu(std::chrono::milliseconds(300));  // this thread is not the engine's
   const auto second = MachineLoad::sample(SpinClock::now());
   ASSERT_TRUE(second.has_value());
   const double engine_s = second->engine_s - first->engine_s;
@@ -100,7 +88,7 @@ TEST(EngineThreadClock, AnEnlistedThreadsTimeCountsWhileItRunsAndAfterItEnds) {
   std::thread engine_thread([&] {
     EngineThreadClock::enlist();
     EngineThreadClock::enlist();  // once is enough
-    spin_for(std::chrono::milliseconds(200));
+    spin_for_thread_cpu(std::chrono::milliseconds(200));
     spun = true;
     while (!stop) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   });
