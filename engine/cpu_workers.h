@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "depengine/executor.h"
+#include "sync/spin_wait.h"
 
 namespace depengine {
 class EngineCore;
@@ -43,10 +44,26 @@ class CpuWorkers : public Executor {
   /// Queues several ready ops at once, all of priority 0 and not
   /// CpuPrioritized (the engine's path for a flushed batch).
   virtual void submit_plain(OpBlock* const* ops, std::size_t count) = 0;
+  /// The same without waking a worker: an active one takes them (or hands
+  /// them to a spinning one); otherwise they wait, marked unattended, for
+  /// help() or attend().
+  virtual void submit_unattended(OpBlock* const* ops, std::size_t count) = 0;
+  /// Whether ops were queued unattended since the last attend() (a hint:
+  /// true may be stale, never false wrongly once submit_unattended returned).
+  bool unattended() const { return unattended_.load(std::memory_order_seq_cst); }
+  /// Since when ops queued unattended had no thread to run them (help()
+  /// runs them), for as long as unattended() holds.
+  SpinClock::time_point unattended_since() const {
+    return SpinClock::time_point(SpinClock::duration(unattended_since_.load(std::memory_order_relaxed)));
+  }
+  /// Starts a worker for ops queued unattended, unless none are queued any
+  /// longer or enough workers are looking for them.
+  virtual void attend() = 0;
   /// Runs queued operations on the calling thread (one about to block in
   /// wait_all, which waits for them anyway) until the queue is empty;
-  /// returns whether it ran any. Does nothing when the workers already have
-  /// every core. Never from a push: a push does not wait for computation.
+  /// returns whether it ran any. Never from a push: a push does not wait
+  /// for computation. With a worker on every core, a helper only
+  /// oversubscribes them: the caller decides (has_spare_core).
   virtual bool help() = 0;
 
  protected:
@@ -69,6 +86,9 @@ class CpuWorkers : public Executor {
   const bool spare_core_;
   // Every submit reads it: a line of its own.
   alignas(64) std::atomic<int> active_{0};  // worker tasks started and not retired
+  // Written by submits that leave ops unattended, read by the engine's timer.
+  alignas(64) std::atomic<bool> unattended_{false};
+  std::atomic<std::int64_t> unattended_since_{0};  // SpinClock ticks
 
  private:
   static inline thread_local const CpuWorkers* t_worker_of = nullptr;

@@ -369,6 +369,7 @@ void EngineCore::wait_var(Var var, bool for_write) {
   OpBlock* op = make_engine_op(OpKind::Wait, state, var.generation(), for_write, call);
   op->signal = &signal;
   submit(op);
+  if (!signal.is_set()) before_blocking();
   std::exception_ptr error = signal.wait();
   if (signal.slept()) after_blocking_sleep();
   if (obs) [[unlikely]] obs->on_block_end(call);

@@ -142,6 +142,9 @@ class EngineCore {
 
   /// A validated op with its entries sorted; the engine takes it over.
   virtual void submit(detail::OpBlock* op) = 0;
+  /// A frontend is about to wait for ops it pushed (wait_to_read, wait_to_write):
+  /// what it left for later must have a thread to run it.
+  virtual void before_blocking() {}
   /// A frontend woke from a sleep in a blocking call: the thread that woke
   /// it may have had it placed on its own CPU.
   virtual void after_blocking_sleep() {}

@@ -28,6 +28,13 @@ class InFlightCounter {
     return completed;
   }
 
+  /// Operations pushed so far, as far as this counter counts them.
+  std::uint64_t pushed() const {
+    std::uint64_t pushed = 0;
+    for (const Stripe& s : stripes_) pushed += s.pushed.load(std::memory_order_relaxed);
+    return pushed;
+  }
+
   /// Operations in flight; 0 means the engine was idle at some instant
   /// during the call. `pushed_elsewhere()` returns the pushes counted
   /// outside this counter.

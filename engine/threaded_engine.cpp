@@ -5,8 +5,11 @@
 // consistently); other pushes register at once. Ready operations go to
 // their device's executor.
 //
+// Beside busy neighbours, the ops a frontend's pushes make ready wait for
+// its next blocking call (t_holds_ready; engine/held_ops.h).
+//
 // When batches are registered (the policy): a full batch is sealed and left
-// for a worker that runs out of work (registered and run by its frontend
+// for a worker that runs out of work (registered by its frontend
 // instead while the process loses cores, when the workers leave a core over
 // or other processes keep cores busy; when every slot is taken, the frontend
 // registers the oldest one to make room, or waits for a worker to free one:
@@ -26,6 +29,7 @@
 #include "engine/dependency_tracker.h"
 #include "engine/engine_core.h"
 #include "engine/flush_timer.h"
+#include "engine/held_ops.h"
 #include "engine/in_flight_counter.h"
 #include "engine/op_pool.h"
 #include "engine/push_buffers.h"
@@ -61,6 +65,30 @@ bool count_down(std::int64_t& countdown, std::size_t interval) {
   countdown = static_cast<std::int64_t>(interval);
   return true;
 }
+
+// Set while this thread pushes, or runs queued ops in wait_all, beside busy
+// neighbours (MachineLoad): the CPU ops it makes ready are queued without
+// waking a worker (CpuWorkers::submit_unattended), for this thread to run
+// when it blocks in wait_all. A woken worker would take turns for a core
+// with the neighbours and this thread, at a hand-off per op; run here, they
+// need none. Its other blocking calls and back-pressure start a worker for
+// them instead, and so does the flush timer when HeldOps says so.
+thread_local bool t_holds_ready = false;
+
+class HoldReady {
+ public:
+  explicit HoldReady(bool hold) : set_(hold && !t_holds_ready) {
+    if (set_) t_holds_ready = true;
+  }
+  ~HoldReady() {
+    if (set_) t_holds_ready = false;
+  }
+  HoldReady(const HoldReady&) = delete;
+  HoldReady& operator=(const HoldReady&) = delete;
+
+ private:
+  const bool set_;
+};
 
 // How a frontend that found every batch slot taken waits while a worker
 // registers them, for that worker to free the first (a registration frees a
@@ -98,8 +126,7 @@ class ThreadedEngine final : public EngineCore {
   }
 
   ~ThreadedEngine() override {
-    flush_all();
-    if (cpu_->help()) wake_waiters();
+    run_queued_before_waiting();
     wait_until_in_flight_at_most(0, waiters_, detail::tuning::kWaitSignalSpin);
     // A device or completion thread may still be inside on_completed, just
     // past counting the last completion: let it leave before we go.
@@ -113,10 +140,7 @@ class ThreadedEngine final : public EngineCore {
     check_blocking_allowed("wait_all");
     detail::OpObserver* obs = observer();
     if (obs) [[unlikely]] obs->on_block_begin("wait_all");
-    flush_all();
-    // This thread would only sleep: it runs queued CPU ops meanwhile (the
-    // last ones it completes may be what other waiters wait for).
-    if (cpu_->help()) wake_waiters();
+    run_queued_before_waiting();
     wait_until_in_flight_at_most(0, waiters_, detail::tuning::kWaitSignalSpin);
     if (obs) [[unlikely]] obs->on_block_end("wait_all");
     if (std::exception_ptr error = take_all_errors()) std::rethrow_exception(error);
@@ -173,9 +197,16 @@ class ThreadedEngine final : public EngineCore {
       if (!in_operation()) apply_back_pressure();
     }
     if (detail::OpObserver* obs = observer()) [[unlikely]] obs->on_push(*op);
+    // The verdict however old: its age costs a clock read per push, and the
+    // flush timer, which a held op arms, judges again within a tick.
+    const bool hold =
+        detail::MachineLoad::process().last_verdict() && !in_operation() && !cpu_->on_worker_thread();
+    const HoldReady scope(hold);
     PushBuffer* buffer = buffer_for(*op);
-    if (buffer == nullptr || !batch(op, *buffer)) register_now(op, buffer);
+    if (buffer == nullptr || !batch(op, *buffer, hold)) register_now(op, buffer);
   }
+
+  void before_blocking() override { cpu_->attend(); }
 
  private:
   // This thread's buffer when `op` may wait in a batch (a CPU op with
@@ -189,11 +220,14 @@ class ThreadedEngine final : public EngineCore {
 
   // The frontend's policy: adds `op` to `buffer`'s current batch, then
   // registers or seals the batch as the workers' state says. False, with
-  // nothing done, when `op` must be registered at once instead.
-  bool batch(OpBlock* op, PushBuffer& buffer) {
+  // nothing done, when `op` must be registered at once instead. `hold`:
+  // what the push makes ready waits for this thread to block (t_holds_ready).
+  bool batch(OpBlock* op, PushBuffer& buffer, bool hold) {
+    // No worker would run it sooner anyway.
+    const bool idle = cpu_->idle() && !hold;
     // With no worker active and nothing held back, batching would only delay
     // the op: the engine is idle, or this thread pushes now and then.
-    if (cpu_->idle() && !buffer.maybe_holds_ops()) return false;
+    if (idle && !buffer.maybe_holds_ops()) return false;
     buffer.lock();
     if (!buffer.claim(*op)) {  // another thread's batch holds one of its variables
       buffer.unlock();
@@ -212,7 +246,6 @@ class ThreadedEngine final : public EngineCore {
     // than by the frontend that feeds them. A push never runs ops (it does
     // not wait for computation: an op may wait for what this thread does
     // after the push).
-    const bool idle = cpu_->idle();
     const bool register_here = full && !idle && registers_own_batches();
     const bool sealed = full && !idle && !register_here && buffer.seal();
     buffer.unlock();
@@ -426,6 +459,22 @@ class ThreadedEngine final : public EngineCore {
   // Registers everything `buffer` holds.
   std::size_t flush(PushBuffer& buffer) { return register_from(buffer, &PushBuffer::flush); }
 
+  // For a thread about to wait for every op in flight: registers what the
+  // buffers hold, and runs the queued CPU ops itself, as it would only sleep
+  // otherwise (the last ones it completes may be what other waiters wait
+  // for). With a worker on every core only beside busy neighbours, where
+  // the workers do not have every core either.
+  void run_queued_before_waiting() {
+    const bool hold = neighbours_busy();
+    {
+      const HoldReady scope(hold);
+      flush_all();
+      if ((hold || cpu_->has_spare_core()) && cpu_->help()) wake_waiters();
+    }
+    // What other frontends held meanwhile.
+    cpu_->attend();
+  }
+
   std::size_t flush_all() {
     std::size_t flushed = 0;
     buffers_.for_each([&](PushBuffer& buffer) { flushed += flush(buffer); });
@@ -446,7 +495,28 @@ class ThreadedEngine final : public EngineCore {
       }
       tick.pending = tick.pending || holds_ops;
     });
+    attend_if_stale(tick);
     return tick;
+  }
+
+  // Ops queued unattended (t_holds_ready) get a worker when HeldOps says so.
+  void attend_if_stale(detail::FlushTimer::Tick& tick) {
+    detail::HeldOpsSample now{.when = detail::SpinClock::now(), .held = cpu_->unattended()};
+    if (now.held) {
+      now.held_since = cpu_->unattended_since();
+      now.pushed = counter_.pushed();
+      buffers_.for_each([&](const PushBuffer& buffer) { now.pushed += buffer.pushed(); });
+      now.completed = counter_.completed();
+      now.in_flight = static_cast<std::int64_t>(now.pushed - now.completed);
+      now.neighbours_busy = neighbours_busy();
+      if (detail::HeldOps::need_worker(held_at_tick_, now)) {
+        cpu_->attend();
+        tick.flushed = true;
+        now.held = false;
+      }
+    }
+    held_at_tick_ = now;
+    tick.pending = tick.pending || now.held;
   }
 
   // Runs or hands over every op in `ready` (and those they make ready).
@@ -490,7 +560,7 @@ class ThreadedEngine final : public EngineCore {
           } else if (op->executor == cpu_ && op->priority == 0 && op->property != OpProperty::CpuPrioritized) {
             group[grouped++] = op;
             if (grouped == kGroup) {
-              cpu_->submit_plain(group, grouped);
+              submit_plain(group, grouped);
               grouped = 0;
             }
           } else {
@@ -499,7 +569,16 @@ class ThreadedEngine final : public EngineCore {
           break;
       }
     }
-    if (grouped != 0) cpu_->submit_plain(group, grouped);
+    if (grouped != 0) submit_plain(group, grouped);
+  }
+
+  void submit_plain(OpBlock* const* ops, std::size_t count) {
+    if (t_holds_ready) {
+      cpu_->submit_unattended(ops, count);
+      flush_timer_.arm();  // after the ops' flag, for a tick that disarms (FlushTimer::arm)
+    } else {
+      cpu_->submit_plain(ops, count);
+    }
   }
 
   static void collect_fences(OpBlock& op) {
@@ -613,6 +692,7 @@ class ThreadedEngine final : public EngineCore {
         std::min<std::size_t>(options_.max_ops_in_flight, std::numeric_limits<std::int64_t>::max()));
     if (in_flight() <= bound) return;
     if (PushBuffer* own = buffers_.mine_if_cached()) flush(*own);  // they may be what we wait for
+    cpu_->attend();
     wait_until_in_flight_at_most(bound - bound / 4, bp_waiters_, detail::tuning::kBackPressureSpin);
   }
 
@@ -660,6 +740,8 @@ class ThreadedEngine final : public EngineCore {
   std::atomic<int> waiters_{0};     // in wait_all or the destructor
   std::atomic<int> bp_waiters_{0};  // in back-pressure
   detail::PushBuffers buffers_;
+  // The flush timer's own (attend_if_stale).
+  detail::HeldOpsSample held_at_tick_;
   detail::FlushTimer flush_timer_;  // after buffers_: stops before they go
 };
 

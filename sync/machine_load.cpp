@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <thread>
 
 #if defined(__linux__)
 #include <unistd.h>
@@ -47,7 +48,11 @@ std::optional<CpuTimeSample> MachineLoad::sample(SpinClock::time_point now) {
 }
 
 void MachineLoad::update(SpinClock::time_point now) {
-  if (sampling_.exchange(true, std::memory_order_acquire)) return;  // another thread samples
+  if (sampling_.exchange(true, std::memory_order_acquire)) return;  // another thread samples (or pins)
+  if (pinned_.load(std::memory_order_relaxed)) {
+    sampling_.store(false, std::memory_order_release);
+    return;
+  }
   if (!have_last_ || now - last_.when >= kWindow) {
     if (auto next = sample(now)) {
       if (have_last_) judge(last_, *next);
@@ -72,6 +77,23 @@ bool MachineLoad::neighbours_busy(SpinClock::time_point now) const {
 
 bool MachineLoad::neighbours_busy() const {
   return neighbours_busy_.load(std::memory_order_relaxed) && neighbours_busy(SpinClock::now());
+}
+
+void MachineLoad::pin(bool busy) {
+  // Not while a sample is judged: its verdict would come after this one.
+  while (sampling_.exchange(true, std::memory_order_acquire)) std::this_thread::yield();
+  pinned_.store(true, std::memory_order_relaxed);
+  judged_at_.store(SpinClock::duration::max().count(), std::memory_order_relaxed);  // never too old
+  neighbours_busy_.store(busy, std::memory_order_release);
+  sampling_.store(false, std::memory_order_release);
+}
+
+void MachineLoad::unpin() {
+  while (sampling_.exchange(true, std::memory_order_acquire)) std::this_thread::yield();
+  pinned_.store(false, std::memory_order_relaxed);
+  neighbours_busy_.store(false, std::memory_order_release);
+  judged_at_.store(0, std::memory_order_relaxed);
+  sampling_.store(false, std::memory_order_release);
 }
 
 MachineLoad& MachineLoad::process() {

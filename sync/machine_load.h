@@ -61,6 +61,10 @@ class MachineLoad {
   bool neighbours_busy(SpinClock::time_point now) const;
   /// The same now; when the last verdict was "no" it reads no clock.
   bool neighbours_busy() const;
+  /// The last verdict, however old: no clock read, for a check on every
+  /// push (a read costs a good part of one). For callers whose engine
+  /// updates the verdict while it works (its flush timer does).
+  bool last_verdict() const { return neighbours_busy_.load(std::memory_order_relaxed); }
 
   /// The cores threads other than the engine's kept busy on average from `a` to `b`.
   static double others_busy_cores(const CpuTimeSample& a, const CpuTimeSample& b);
@@ -69,7 +73,13 @@ class MachineLoad {
 
   static MachineLoad& process();
 
+  /// For tests of the policies that follow the verdict: it stays `busy`,
+  /// whatever the samples say, until unpin().
+  void pin(bool busy);
+  void unpin();
+
  private:
+  std::atomic<bool> pinned_{false};
   std::atomic<bool> sampling_{false};
   std::atomic<bool> neighbours_busy_{false};  // the last verdict
   std::atomic<std::int64_t> judged_at_{0};  // SpinClock ticks: the end of the window judged

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 
 namespace depengine::detail::tuning {
 
@@ -29,6 +30,17 @@ inline constexpr auto kFlushPeriod = std::chrono::microseconds(200);
 /// The period grows to this while ticks find batches flushed by others (a
 /// streaming frontend), so that the timer stays out of the way.
 inline constexpr auto kMaxFlushPeriod = std::chrono::microseconds(800);
+
+/// Beside busy neighbours, ops a frontend's pushes made ready wait for its
+/// next blocking call (engine/held_ops.h) while it pushes at least this many
+/// ops per microsecond, a rate only a loop of small pushes keeps up (it
+/// blocks, or meets back-pressure, within milliseconds)...
+inline constexpr double kHeldOpsStreamingPushesPerUs = 1.0;
+/// ...or for at most this long, below the time slices neighbours take...
+inline constexpr auto kHeldOpsMaxWait = std::chrono::milliseconds(2);
+/// ...and while fewer ops than this are in flight (the default back-pressure
+/// bound), for a frontend that never blocks.
+inline constexpr std::int64_t kHeldOpsMaxInFlight = 1 << 16;
 
 // ---------------------------------------------------------------- waiting for batch slots (engine/threaded_engine.cpp)
 
@@ -58,6 +70,11 @@ inline constexpr std::size_t kWorkerBatch = 16;
 /// back to oneTBB: bridges the gap between two pushes of a busy frontend,
 /// short enough that an idle engine goes quiet at once.
 inline constexpr auto kWorkerIdleSpin = std::chrono::microseconds(50);
+/// A thread helping in wait_all with ops queued unattended (beside busy
+/// neighbours) starts a worker for them once the ops it runs take this long
+/// on average: a wake-up costs a fraction of such an op, while small ops
+/// run fastest on this thread alone.
+inline constexpr auto kLongOp = std::chrono::microseconds(20);
 /// An idle worker yields every this many rounds (about every 2 µs).
 inline constexpr unsigned kWorkerRoundsPerYield = 8;
 /// At most one worker moves off a CPU it shares with another per this long

@@ -21,6 +21,8 @@ class WaitSignal {
     done_.notify_one();
   }
 
+  bool is_set() const { return done_.load(std::memory_order_acquire) != 0; }
+
   /// Returns the error passed to set().
   std::exception_ptr wait() {
     {

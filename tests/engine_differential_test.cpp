@@ -16,6 +16,7 @@
 
 #include "bench/support/random_workload.h"
 #include "sync/machine_load.h"
+#include "tests/support/pinned_neighbours.h"
 
 namespace depengine {
 namespace {
@@ -123,6 +124,26 @@ TEST(DifferentialBusyNeighbours, MatchesTheNaiveEngineWithTheCoresTaken) {
   }
   stop.store(true);
   for (std::thread& t : neighbours) t.join();
+}
+
+// The same with the verdict pinned to busy neighbours, so that every run
+// holds what its frontends make ready for their blocking calls (and the
+// flush timer): several pushers, waits, back-pressure.
+TEST(DifferentialHeldOps, MatchesTheNaiveEngineWithOpsHeldForTheirFrontends) {
+  const PinnedNeighbours busy(true);
+  for (int seed = 1; seed <= kSeeds; ++seed) {
+    for (const auto [workers, pushers] : {std::pair{1, 1}, std::pair{1, 3}, std::pair{2, 2}, std::pair{4, 3}}) {
+      const auto ops = testing::make_random_ops(seed * 6271 + workers * 7 + pushers, kVars, kOps / 2, 1 + seed % 4);
+      const RunResult expected = run({.kind = EngineKind::Naive, .read_environment = false}, ops, 1, false);
+      const RunResult actual = run({.kind = EngineKind::Threaded, .cpu_threads = workers,
+                                    .max_ops_in_flight = seed % 2 ? 64u : 1u << 16, .read_environment = false},
+                                   ops, pushers, seed % 3 != 0);
+      ASSERT_EQ(actual.values, expected.values) << "seed " << seed << ", " << workers << " workers";
+      for (std::size_t i = 0; i < ops.size(); ++i) {
+        ASSERT_EQ(actual.records[i], expected.records[i]) << "seed " << seed << " op " << i;
+      }
+    }
+  }
 }
 
 // Concurrent pushers on disjoint written variables, all reading a shared set

@@ -14,6 +14,7 @@ namespace {
 
 constexpr auto kIdleSpin = tuning::kWorkerIdleSpin;
 constexpr unsigned kRoundsPerYield = tuning::kWorkerRoundsPerYield;
+constexpr auto kLongOp = tuning::kLongOp;
 
 }  // namespace
 
@@ -44,18 +45,40 @@ void CpuExecutor::submit(ReadyOp op) {
   start_worker_if_needed(backlog);
 }
 
+std::size_t CpuExecutor::deliver_to_spinners(OpBlock* const* ops, std::size_t count) {
+  // Each op delivered is its receiver's to run, so it needs no other wake-up.
+  return spinning_.load(std::memory_order_seq_cst) != 0 ? mailboxes_.deliver(ops, count) : 0;
+}
+
 void CpuExecutor::submit_plain(OpBlock* const* ops, std::size_t count) {
-  // Straight to workers idly looking for work where there are some; each op
-  // delivered is its receiver's to run, so it needs no other wake-up.
-  std::size_t delivered = 0;
-  if (spinning_.load(std::memory_order_seq_cst) != 0) {
-    delivered = mailboxes_.deliver(ops, count);
-    if (delivered == count) return;
-  }
+  const std::size_t delivered = deliver_to_spinners(ops, count);
+  if (delivered == count) return;
   // The receivers still count as spinning but take nothing from the queue:
   // what is queued needs workers besides them (one of them may be this
   // thread, registering pushes while it spins).
   start_worker_if_needed(queue_.push_plain(ops + delivered, count - delivered) + delivered);
+}
+
+void CpuExecutor::submit_unattended(OpBlock* const* ops, std::size_t count) {
+  const std::size_t delivered = deliver_to_spinners(ops, count);
+  if (delivered == count) return;
+  queue_.push_plain(ops + delivered, count - delivered);
+  // An active worker runs them, or looks at the queue once more as it
+  // retires (the push's fence orders this load as in start_worker_if_needed).
+  if (active_.load(std::memory_order_seq_cst) != 0) return;
+  // The time first, for a reader of the flag.
+  if (!unattended_.load(std::memory_order_relaxed)) {
+    unattended_since_.store(SpinClock::now().time_since_epoch().count(), std::memory_order_relaxed);
+  }
+  unattended_.store(true, std::memory_order_seq_cst);
+}
+
+void CpuExecutor::attend() {
+  // The exchange read the flag stored after the ops' push: they are visible.
+  if (unattended_.load(std::memory_order_seq_cst) && unattended_.exchange(false, std::memory_order_seq_cst) &&
+      queue_.queued_now()) {
+    start_worker_if_needed(1);
+  }
 }
 
 void CpuExecutor::start_worker_if_needed(std::size_t backlog) {
@@ -176,32 +199,48 @@ std::size_t CpuExecutor::keep_delivered(OpBlock* delivered, OpBlock** batch, std
 }
 
 bool CpuExecutor::help() {
-  // With a worker on every core, a helper would only oversubscribe them.
-  if (!spare_core_) return false;
   // Counted as a worker while it helps: its completions need not wake the
   // waiters one by one (the caller is one of them, and wakes the rest).
   const WorkerScope scope(this);
   OpBlock* batch[kMaxBatch];
   bool ran = false;
   bool more = false;
-  while (std::size_t count = queue_.pop(batch, kMaxBatch, more)) {
-    run_batch(batch, count);
-    ran = true;
+  for (;;) {
+    while (std::size_t count = queue_.pop(batch, kMaxBatch, more)) {
+      const auto start = SpinClock::now();
+      const std::size_t ops = run_batch(batch, count);
+      ran = true;
+      if (!unattended_.load(std::memory_order_relaxed)) continue;
+      // The ops queued unattended have a thread again.
+      const auto end = SpinClock::now();
+      unattended_since_.store(end.time_since_epoch().count(), std::memory_order_relaxed);
+      // Ops that take this long each are better run by a worker too than
+      // by this thread alone: a wake-up costs far less.
+      if (end - start >= ops * kLongOp && queue_.queued_now()) start_worker_if_needed(1);
+    }
+    // What was queued unattended has run, unless more came meanwhile: the
+    // exchange read the flag stored after their push, so they are visible.
+    if (!unattended_.load(std::memory_order_seq_cst) || !unattended_.exchange(false, std::memory_order_seq_cst) ||
+        !queue_.queued_now()) {
+      return ran;
+    }
   }
-  return ran;
 }
 
-void CpuExecutor::run_batch(OpBlock** batch, std::size_t count) {
+std::size_t CpuExecutor::run_batch(OpBlock** batch, std::size_t count) {
   // The ops were written on another core: let their misses overlap, in
   // stages, each reading addresses the previous stage brought in.
   for (std::size_t i = 0; i < count; ++i) prefetch_block(batch[i]);
   for (std::size_t i = 0; i < count; ++i) prefetch_entries(batch[i]);
   for (std::size_t i = 0; i < count; ++i) prefetch_vars(batch[i]);
-  for (std::size_t i = 0; i < count; ++i) run_chain(batch[i]);
+  std::size_t ran = 0;
+  for (std::size_t i = 0; i < count; ++i) ran += run_chain(batch[i]);
+  return ran;
 }
 
-void CpuExecutor::run_chain(OpBlock* op) {
-  while (op != nullptr) {
+std::size_t CpuExecutor::run_chain(OpBlock* op) {
+  std::size_t ran = 0;
+  for (; op != nullptr; ++ran) {
     // What its completion will touch arrives while it runs.
     prefetch_successors(op);
     RunContext ctx{.device = Device::cpu(), .property = op->property, .name = op->name_view()};
@@ -210,6 +249,7 @@ void CpuExecutor::run_chain(OpBlock* op) {
     std::exception_ptr error = engine_.invoke(op, ctx);
     op = async ? nullptr : engine_.complete_and_continue(op, std::move(error));
   }
+  return ran;
 }
 
 void CpuExecutor::shutdown() {

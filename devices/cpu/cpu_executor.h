@@ -41,6 +41,8 @@ class CpuExecutor final : public CpuWorkers {
 
   void submit(ReadyOp op) override;
   void submit_plain(OpBlock* const* ops, std::size_t count) override;
+  void submit_unattended(OpBlock* const* ops, std::size_t count) override;
+  void attend() override;
   void shutdown() override;
   /// The thread would only sleep otherwise, and ops it runs need no hand-off.
   bool help() override;
@@ -51,12 +53,16 @@ class CpuExecutor final : public CpuWorkers {
   static constexpr std::size_t kMaxBatch = tuning::kWorkerBatch;
 
   void start_worker_if_needed(std::size_t backlog);
+  /// Hands `count` ops to workers spinning for work, as many as there are;
+  /// returns how many it handed over.
+  std::size_t deliver_to_spinners(OpBlock* const* ops, std::size_t count);
   void worker_loop();
   /// For a worker that closed its box on `delivered` holding `count` ops
   /// from the queue: keeps the delivered op alone in `batch`, returns 1.
   std::size_t keep_delivered(OpBlock* delivered, OpBlock** batch, std::size_t count);
-  void run_batch(OpBlock** batch, std::size_t count);
-  void run_chain(OpBlock* op);
+  /// Both return how many ops they ran (with the successors run inline).
+  std::size_t run_batch(OpBlock** batch, std::size_t count);
+  std::size_t run_chain(OpBlock* op);
 
   EngineCore& engine_;
   std::unique_ptr<oneapi::tbb::global_control> parallelism_;

@@ -114,14 +114,16 @@ std::size_t ReadyQueue::pop_rings(OpBlock** out, std::size_t max, bool& more) {
   return 0;
 }
 
-OpBlock* ReadyQueue::pop_spill() {
-  if (spill_size_.load(std::memory_order_seq_cst) == 0) return nullptr;
+std::size_t ReadyQueue::pop_spill(OpBlock** out, std::size_t max) {
+  if (spill_size_.load(std::memory_order_seq_cst) == 0) return 0;
   std::lock_guard lock(spill_mutex_);
-  if (spill_.empty()) return nullptr;
-  OpBlock* op = spill_.front();
-  spill_.pop_front();
-  spill_size_.fetch_sub(1, std::memory_order_relaxed);
-  return op;
+  // A share, as from a ring: a frontend that outran the workers by a ring's
+  // worth leaves them thousands of ops here.
+  const std::size_t n = std::min(std::clamp<std::size_t>(spill_.size() / consumers_, 1, max), spill_.size());
+  std::copy_n(spill_.begin(), n, out);
+  spill_.erase(spill_.begin(), spill_.begin() + static_cast<std::ptrdiff_t>(n));
+  spill_size_.fetch_sub(n, std::memory_order_relaxed);
+  return n;
 }
 
 OpBlock* ReadyQueue::pop_heap(bool positive_only) {
@@ -138,15 +140,20 @@ OpBlock* ReadyQueue::pop_heap(bool positive_only) {
 std::size_t ReadyQueue::pop(OpBlock** out, std::size_t max, bool& more) {
   more = false;
   OpBlock* op = pop_heap(/*positive_only=*/true);
+  std::size_t got = 0;
   if (op == nullptr) {
-    if (std::size_t got = pop_rings(out, max, more)) return got;
-    op = pop_spill();
+    got = pop_rings(out, max, more);
+    if (got != 0) return got;
+    got = pop_spill(out, max);
   }
-  if (op == nullptr) op = pop_heap(/*positive_only=*/false);
-  if (op == nullptr) return 0;
-  out[0] = op;
+  if (got == 0) {
+    if (op == nullptr) op = pop_heap(/*positive_only=*/false);
+    if (op == nullptr) return 0;
+    out[0] = op;
+    got = 1;
+  }
   more = heap_size_.load(std::memory_order_relaxed) != 0 || spill_size_.load(std::memory_order_relaxed) != 0;
-  return 1;
+  return got;
 }
 
 bool ReadyQueue::queued_after_retiring() {

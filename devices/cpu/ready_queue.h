@@ -41,8 +41,9 @@ class ReadyQueue {
   std::size_t push(OpBlock* op);
   /// The same for several ops of priority 0 at once.
   std::size_t push_plain(OpBlock* const* ops, std::size_t count);
-  /// Takes up to `max` operations to run (a fair share of a ring, or one
-  /// prioritized op) into `out`; returns how many, 0 when none is queued.
+  /// Takes up to `max` operations to run (a fair share of a ring or of the
+  /// overflow, or one prioritized op) into `out`; returns how many, 0 when
+  /// none is queued.
   /// `more` tells whether the place they came from still holds some.
   std::size_t pop(OpBlock** out, std::size_t max, bool& more);
   /// For a worker about to sleep, after it lowered the count of active
@@ -77,7 +78,7 @@ class ReadyQueue {
   Ring* my_ring();
   std::size_t pop_ring(Ring& ring, OpBlock** out, std::size_t max, bool& more);
   std::size_t pop_rings(OpBlock** out, std::size_t max, bool& more);
-  OpBlock* pop_spill();
+  std::size_t pop_spill(OpBlock** out, std::size_t max);
   OpBlock* pop_heap(bool positive_only);
 
   static constexpr std::size_t kMaxRings = 256;

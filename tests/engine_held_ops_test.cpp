@@ -1,0 +1,190 @@
+// Beside busy neighbours (sync/machine_load.h, pinned here), what a
+// frontend's pushes make ready waits for that frontend to block instead of
+// waking a worker: wait_all runs it on the calling thread. The guarantees
+// that must hold meanwhile: a held op runs without any blocking call,
+// wait_to_read runs no unrelated op on its caller, and back-pressure does
+// not wait for a worker nobody started.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+#include <depengine/engine.h>
+
+#include "engine/held_ops.h"
+#include "sync/tuning.h"
+#include "tests/support/pinned_neighbours.h"
+
+namespace depengine {
+namespace {
+
+using detail::HeldOps;
+using detail::HeldOpsSample;
+using detail::SpinClock;
+using std::chrono::microseconds;
+
+// ---------------------------------------------------------------- the timer's decision, on made-up samples
+
+// A tick 500 µs after `previous`, ops held since `held_for` before it, with
+// `pushes` and `completions` since the previous tick.
+HeldOpsSample tick_after(const HeldOpsSample& previous, SpinClock::duration held_for, std::uint64_t pushes,
+                         std::uint64_t completions) {
+  HeldOpsSample now = previous;
+  now.when = previous.when + microseconds(500);
+  now.held = true;
+  now.held_since = now.when - held_for;
+  now.pushed += pushes;
+  now.completed += completions;
+  now.in_flight = static_cast<std::int64_t>(now.pushed - now.completed);
+  return now;
+}
+
+HeldOpsSample first_tick() {
+  return {.when = SpinClock::time_point(std::chrono::seconds(100)), .held = true,
+          .held_since = SpinClock::time_point(std::chrono::seconds(100)), .pushed = 1000, .completed = 900,
+          .in_flight = 100, .neighbours_busy = true};
+}
+
+TEST(HeldOpsPolicy, OpsWaitForAFrontendThatStreamsPushes) {
+  const HeldOpsSample previous = first_tick();
+  // 1,000 pushes in 500 µs: streaming, however long the ops were held.
+  EXPECT_FALSE(HeldOps::need_worker(previous, tick_after(previous, HeldOps::kMaxWait * 3, 1000, 0)));
+  // A slow frontend: held for a while, then a worker.
+  EXPECT_FALSE(HeldOps::need_worker(previous, tick_after(previous, HeldOps::kMaxWait / 2, 10, 10)));
+  EXPECT_TRUE(HeldOps::need_worker(previous, tick_after(previous, HeldOps::kMaxWait, 10, 10)));
+}
+
+TEST(HeldOpsPolicy, OpsGetAWorkerWhenNothingMoves) {
+  const HeldOpsSample previous = first_tick();
+  EXPECT_TRUE(HeldOps::need_worker(previous, tick_after(previous, microseconds(600), 0, 0)));
+  // Something completed: a thread runs ops.
+  EXPECT_FALSE(HeldOps::need_worker(previous, tick_after(previous, microseconds(600), 0, 5)));
+  // Nothing was held at the previous tick: these ops are new.
+  HeldOpsSample none = previous;
+  none.held = false;
+  EXPECT_FALSE(HeldOps::need_worker(none, tick_after(previous, microseconds(100), 0, 0)));
+}
+
+TEST(HeldOpsPolicy, OpsGetAWorkerOnceTooManyAreInFlightOrTheNeighboursLeft) {
+  const HeldOpsSample previous = first_tick();
+  HeldOpsSample now = tick_after(previous, microseconds(600), 1000, 0);
+  EXPECT_FALSE(HeldOps::need_worker(previous, now));
+  now.in_flight = HeldOps::kMaxInFlight;
+  EXPECT_TRUE(HeldOps::need_worker(previous, now));
+  now = tick_after(previous, microseconds(600), 1000, 0);
+  now.neighbours_busy = false;
+  EXPECT_TRUE(HeldOps::need_worker(previous, now));
+  now.held = false;
+  EXPECT_FALSE(HeldOps::need_worker(previous, now));
+}
+
+// ---------------------------------------------------------------- the engine, beside pinned neighbours
+
+int cores() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+
+EngineOptions threaded(int workers, std::size_t max_ops_in_flight = 1u << 16) {
+  return {.kind = EngineKind::Threaded, .cpu_threads = workers, .max_ops_in_flight = max_ops_in_flight,
+          .read_environment = false};
+}
+
+// With a worker on every core, a quiet engine's wait_all leaves every op to
+// the workers; beside busy neighbours it runs the ops its thread pushed.
+// The flush timer may hand an attempt's ops to a worker when the thread is
+// descheduled between its pushes and the wait, so most attempts, not all,
+// must run on the calling thread.
+TEST(HeldOps, BesideBusyNeighboursWaitAllRunsWhatItsThreadPushed) {
+  const PinnedNeighbours busy(true);
+  Engine engine(threaded(cores()));
+  std::vector<Var> vars;
+  for (int i = 0; i < 4; ++i) vars.push_back(engine.new_var());
+  const std::thread::id caller = std::this_thread::get_id();
+  constexpr int kAttempts = 20, kOps = 8;
+  int all_here = 0;
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    std::atomic<int> here{0}, ran{0};
+    for (int i = 0; i < kOps; ++i) {
+      engine.push([&](RunContext&) {
+        if (std::this_thread::get_id() == caller) ++here;
+        ++ran;
+      }, {vars[(i + 1) % vars.size()]}, {vars[i % vars.size()]});
+    }
+    engine.wait_all();
+    ASSERT_EQ(ran.load(), kOps);
+    if (here.load() == kOps) ++all_here;
+  }
+  EXPECT_GE(all_here, kAttempts / 2);
+}
+
+// A frontend that never blocks still gets its ops run: the flush timer
+// starts a worker for ops held a tick without progress. Exactly two full
+// batches, which the frontend registers itself: nothing waits in its buffer
+// for the timer's flush, which would wake a worker anyway.
+TEST(HeldOps, AHeldOpRunsWithoutABlockingCall) {
+  const PinnedNeighbours busy(true);
+  constexpr int kOps = 2 * static_cast<int>(detail::tuning::kBatchMaxOps);
+  for (const int workers : {1, 2}) {
+    Engine engine(threaded(workers));
+    const Var a = engine.new_var(), b = engine.new_var();
+    std::atomic<int> ran{0};
+    for (int i = 0; i < kOps; ++i) engine.push([&](RunContext&) { ++ran; }, {}, {i % 2 ? a : b});
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (ran.load() < kOps && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    EXPECT_EQ(ran.load(), kOps) << workers << " workers";
+    engine.wait_all();
+  }
+}
+
+// wait_to_read starts a worker for what its thread held: it runs no op on
+// its caller, not even one unrelated to the variable it waits for (such an
+// op may wait for what the caller does after the wait).
+TEST(HeldOps, WaitToReadRunsNoOpOnItsCaller) {
+  const PinnedNeighbours busy(true);
+  Engine engine(threaded(cores()));
+  const Var unrelated = engine.new_var(), v = engine.new_var();
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<bool> waited{false}, ran_in_wait{false};
+  int value = 0;
+  for (int round = 0; round < 50; ++round) {
+    waited = false;
+    engine.push([&](RunContext&) {
+      if (std::this_thread::get_id() == caller && !waited.load()) ran_in_wait = true;
+    }, {}, {unrelated});
+    engine.push([&, round](RunContext&) {
+      if (std::this_thread::get_id() == caller && !waited.load()) ran_in_wait = true;
+      value = round;
+    }, {}, {v});
+    engine.wait_to_read(v);
+    waited = true;
+    ASSERT_EQ(value, round);
+  }
+  engine.wait_all();
+  EXPECT_FALSE(ran_in_wait.load());
+}
+
+// Over the bound of ops in flight, a frontend whose ops wait for it does not
+// stall: they complete while it pushes, before its wait_all.
+TEST(HeldOps, BackPressureStartsAWorkerForTheHeldOps) {
+  const PinnedNeighbours busy(true);
+  constexpr std::size_t kBound = 64;
+  constexpr int kOps = 5000;
+  Engine engine(threaded(1, kBound));
+  std::vector<Var> vars;
+  for (int i = 0; i < 8; ++i) vars.push_back(engine.new_var());
+  std::atomic<int> ran{0};
+  for (int i = 0; i < kOps; ++i) engine.push([&](RunContext&) { ++ran; }, {}, {vars[i % vars.size()]});
+  const int before_wait = ran.load();
+  engine.wait_all();
+  EXPECT_EQ(ran.load(), kOps);
+  // The bound, the pushes between two checks of it, and a batch.
+  EXPECT_GE(before_wait, kOps - 4 * static_cast<int>(kBound));
+}
+
+}  // namespace
+}  // namespace depengine
