@@ -370,7 +370,9 @@ void EngineCore::wait_var(Var var, bool for_write) {
   op->signal = &signal;
   submit(op);
   if (!signal.is_set()) before_blocking();
-  std::exception_ptr error = signal.wait();
+  std::exception_ptr error = waits_spinning_on_progress()
+                                 ? signal.wait_while_progressing([this] { return completed_ops(); })
+                                 : signal.wait();
   if (signal.slept()) after_blocking_sleep();
   if (obs) [[unlikely]] obs->on_block_end(call);
   if (error) std::rethrow_exception(error);

@@ -145,6 +145,10 @@ class EngineCore {
   /// A frontend is about to wait for ops it pushed (wait_to_read, wait_to_write):
   /// what it left for later must have a thread to run it.
   virtual void before_blocking() {}
+  /// Whether a blocking call may spin while the workers progress (it has a
+  /// core of its own), and their count of completed ops.
+  virtual bool waits_spinning_on_progress() const { return false; }
+  virtual std::uint64_t completed_ops() const { return 0; }
   /// A frontend woke from a sleep in a blocking call: the thread that woke
   /// it may have had it placed on its own CPU.
   virtual void after_blocking_sleep() {}

@@ -36,6 +36,7 @@
 #include "engine/var_adoption.h"
 #include "sync/engine_thread_clock.h"
 #include "sync/machine_load.h"
+#include "sync/progress_watch.h"
 #include "sync/spin_wait.h"
 #include "sync/tuning.h"
 #include "sync/wait_signal.h"
@@ -141,7 +142,7 @@ class ThreadedEngine final : public EngineCore {
     detail::OpObserver* obs = observer();
     if (obs) [[unlikely]] obs->on_block_begin("wait_all");
     run_queued_before_waiting();
-    wait_until_in_flight_at_most(0, waiters_, detail::tuning::kWaitSignalSpin);
+    wait_until_in_flight_at_most(0, waiters_, detail::tuning::kWaitSignalSpin, waits_spinning_on_progress());
     if (obs) [[unlikely]] obs->on_block_end("wait_all");
     if (std::exception_ptr error = take_all_errors()) std::rethrow_exception(error);
   }
@@ -207,6 +208,14 @@ class ThreadedEngine final : public EngineCore {
   }
 
   void before_blocking() override { cpu_->attend(); }
+
+  // A core of its own: fewer workers than cores, and neither neighbours nor
+  // lost cores take it (sync/spin_wait.h ends the spin on a lost core too).
+  bool waits_spinning_on_progress() const override {
+    return cpu_->has_spare_core() && !neighbours_busy() &&
+           !detail::Contention::process().active(detail::SpinClock::now());
+  }
+  std::uint64_t completed_ops() const override { return counter_.completed(); }
 
  private:
   // This thread's buffer when `op` may wait in a batch (a CPU op with
@@ -699,12 +708,18 @@ class ThreadedEngine final : public EngineCore {
   // While the workers run what we wait for, the count drops within
   // microseconds: a bounded spin sees it without a sleep and the wake-up a
   // completing worker would pay for (a waiter is counted only once asleep).
+  // With `on_progress` (waits_spinning_on_progress), it spins on while the
+  // workers complete ops, as WaitSignal::wait_while_progressing does.
   void wait_until_in_flight_at_most(std::int64_t limit, std::atomic<int>& waiter_count,
-                                    std::chrono::nanoseconds spin_budget) {
+                                    std::chrono::nanoseconds spin_budget, bool on_progress = false) {
     {
-      detail::SpinWait spin(spin_budget,
+      detail::SpinWait spin(on_progress ? detail::tuning::kProgressSpin : spin_budget,
                             cpu_->has_spare_core() ? detail::SpinWait::kNeverYield : detail::SpinWait::kYieldEachRound);
-      while (spin.round()) {
+      // Without `on_progress`, a window as long as the budget never ends the spin first.
+      detail::ProgressWatch workers(counter_.completed(), detail::SpinClock::now(),
+                                    on_progress ? detail::tuning::kProgressWindow : spin_budget);
+      const auto completed = [this] { return counter_.completed(); };
+      while (spin.round() && workers.moving(completed, spin.round_end())) {
         if (in_flight() <= limit) return;
       }
     }

@@ -88,6 +88,14 @@ inline constexpr auto kWorkerMoveGap = std::chrono::milliseconds(2);
 /// How long a blocking call spins before sleeping in the kernel: the answer
 /// is often that close.
 inline constexpr auto kWaitSignalSpin = std::chrono::microseconds(20);
+/// A blocking call with a core of its own (fewer workers than cores, no busy
+/// neighbours) spins on, up to kProgressSpin, while the workers complete an
+/// op every kProgressWindow: the epoch of a training loop of small ops,
+/// after which a sleeping waiter, woken late, would also leave the workers
+/// idle until its next pushes. Ops longer than the window end the spin,
+/// where a wake-up costs them little.
+inline constexpr auto kProgressSpin = std::chrono::milliseconds(3);
+inline constexpr auto kProgressWindow = std::chrono::microseconds(50);
 /// A spinner whose awaited threads made no progress for this long takes
 /// them for not running (sync/progress_watch.h): a running worker completes
 /// a small op every fraction of a microsecond, a descheduled one nothing for
