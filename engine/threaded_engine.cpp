@@ -232,11 +232,10 @@ class ThreadedEngine final : public EngineCore {
   // nothing done, when `op` must be registered at once instead. `hold`:
   // what the push makes ready waits for this thread to block (t_holds_ready).
   bool batch(OpBlock* op, PushBuffer& buffer, bool hold) {
-    // No worker would run it sooner anyway.
-    const bool idle = cpu_->idle() && !hold;
     // With no worker active and nothing held back, batching would only delay
-    // the op: the engine is idle, or this thread pushes now and then.
-    if (idle && !buffer.maybe_holds_ops()) return false;
+    // the op: the engine is idle, or this thread pushes now and then. Not
+    // when what the push makes ready waits for this thread anyway.
+    if (!hold && cpu_->idle() && !buffer.maybe_holds_ops()) return false;
     buffer.lock();
     if (!buffer.claim(*op)) {  // another thread's batch holds one of its variables
       buffer.unlock();
@@ -254,7 +253,9 @@ class ThreadedEngine final : public EngineCore {
     // registering is a good part of a push's cost, better paid by a worker
     // than by the frontend that feeds them. A push never runs ops (it does
     // not wait for computation: an op may wait for what this thread does
-    // after the push).
+    // after the push). Idle read again: a worker that retired meanwhile
+    // would leave a sealed batch to the flush timer.
+    const bool idle = !hold && cpu_->idle();
     const bool register_here = full && !idle && registers_own_batches();
     const bool sealed = full && !idle && !register_here && buffer.seal();
     buffer.unlock();
