@@ -13,6 +13,7 @@
 // kHeldOpsMaxInFlight (a frontend without back-pressure that never blocks),
 // or once the neighbours are gone.
 
+#include <chrono>
 #include <cstdint>
 
 #include "sync/spin_wait.h"
