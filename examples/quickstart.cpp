@@ -3,7 +3,7 @@
 #include <cstdio>
 
 int main() {
-  depengine::Engine engine;                       // CPU workers, one per core
+  depengine::Engine engine;                       // oneTBB workers, one per core
   double a = 0, b = 0, c = 0;
   auto va = engine.new_var("a"), vb = engine.new_var("b"), vc = engine.new_var("c");
 

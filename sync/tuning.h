@@ -67,7 +67,7 @@ inline constexpr std::size_t kDispatchGroup = 32;
 /// Ops a worker takes from the ready queue at once.
 inline constexpr std::size_t kWorkerBatch = 16;
 /// How long an idle worker keeps looking for work before giving its thread
-/// back to its pool: bridges the gap between two pushes of a busy frontend,
+/// back to oneTBB: bridges the gap between two pushes of a busy frontend,
 /// short enough that an idle engine goes quiet at once.
 inline constexpr auto kWorkerIdleSpin = std::chrono::microseconds(50);
 /// A thread helping in wait_all with ops queued unattended (beside busy
@@ -75,11 +75,6 @@ inline constexpr auto kWorkerIdleSpin = std::chrono::microseconds(50);
 /// on average: a wake-up costs a fraction of such an op, while small ops
 /// run fastest on this thread alone.
 inline constexpr auto kLongOp = std::chrono::microseconds(20);
-/// How long a worker thread whose task returned looks for the next, yielding
-/// its core each round, before it sleeps (devices/cpu/worker_threads.h): a
-/// retired worker is often started again within it, and a wake-up costs
-/// tens of µs.
-inline constexpr auto kWorkerThreadSpin = std::chrono::microseconds(1000);
 /// An idle worker yields every this many rounds (about every 2 µs).
 inline constexpr unsigned kWorkerRoundsPerYield = 8;
 /// At most one worker moves off a CPU it shares with another per this long

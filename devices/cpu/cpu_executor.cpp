@@ -25,10 +25,16 @@ std::unique_ptr<CpuWorkers> make_cpu_workers(EngineCore& engine, int threads) {
 CpuExecutor::CpuExecutor(EngineCore& engine, int threads)
     : CpuWorkers(threads, static_cast<unsigned>(threads) < std::thread::hardware_concurrency()),
       engine_(engine),
+      // oneTBB caps its pool at the core count; an engine asked for more
+      // threads (tests oversubscribe on purpose) raises the cap.
+      parallelism_(static_cast<unsigned>(threads) + 1 > std::thread::hardware_concurrency()
+                       ? std::make_unique<oneapi::tbb::global_control>(
+                             oneapi::tbb::global_control::max_allowed_parallelism, threads + 1)
+                       : nullptr),
+      arena_(threads, /*reserved_for_masters=*/0),
       queue_(static_cast<std::size_t>(threads)),
       placement_(threads),
-      mailboxes_(threads),
-      worker_threads_(threads) {}
+      mailboxes_(threads) {}
 
 CpuExecutor::~CpuExecutor() { shutdown(); }
 
@@ -91,7 +97,7 @@ void CpuExecutor::start_worker_if_needed(std::size_t backlog) {
       // One count for the task, one for this call: the task may finish (and
       // the engine shut down) before enqueue has returned here.
       running_tasks_.fetch_add(2, std::memory_order_relaxed);
-      worker_threads_.enqueue([this] { worker_loop(); });
+      arena_.enqueue([this] { worker_loop(); });
       running_tasks_.fetch_sub(1, std::memory_order_release);
       return;
     }

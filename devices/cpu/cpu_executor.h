@@ -1,11 +1,11 @@
 #pragma once
-// CpuExecutor: runs ready CPU operations on its own threads (WorkerThreads;
-// the policy side of the engine: which thread runs what).
+// CpuExecutor: runs ready CPU operations on a oneTBB arena (the policy side
+// of the engine: which thread runs what).
 //
 // Workers are elastic: a submit starts a worker task when fewer than
 // `threads` are active; a worker runs operations until the queue stays empty
-// for a short bounded spin, then returns its thread to WorkerThreads,
-// which parks it. An idle engine therefore uses no CPU. After completing an operation, a
+// for a short bounded spin, then returns its thread to oneTBB, which parks
+// it. An idle engine therefore uses no CPU. After completing an operation, a
 // worker runs the first CPU successor it made ready itself (inline
 // continuation) instead of queueing it; the others go straight to workers
 // spinning for work where there are some (WorkerMailboxes), else to the
@@ -15,13 +15,18 @@
 #include <atomic>
 #include <memory>
 
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/task_arena.h>
+
 #include "depengine/executor.h"
 #include "devices/cpu/ready_queue.h"
 #include "devices/cpu/worker_mailboxes.h"
 #include "devices/cpu/worker_placement.h"
-#include "devices/cpu/worker_threads.h"
 #include "engine/cpu_workers.h"
 #include "sync/tuning.h"
+#if DEPENGINE_TSAN
+#include "devices/cpu/tsan_arena.h"
+#endif
 
 namespace depengine {
 class EngineCore;
@@ -60,6 +65,12 @@ class CpuExecutor final : public CpuWorkers {
   std::size_t run_chain(OpBlock* op);
 
   EngineCore& engine_;
+  std::unique_ptr<oneapi::tbb::global_control> parallelism_;
+#if DEPENGINE_TSAN
+  TsanArena arena_;
+#else
+  oneapi::tbb::task_arena arena_;
+#endif
   ReadyQueue queue_;
   WorkerPlacement placement_;
   WorkerMailboxes mailboxes_;
@@ -71,7 +82,6 @@ class CpuExecutor final : public CpuWorkers {
   // spinning ones: the next that stops spinning to run ops makes it.
   alignas(64) std::atomic<bool> look_left_{false};
   std::atomic<int> running_tasks_{0};         // worker tasks not yet returned
-  WorkerThreads worker_threads_;  // last: its threads stop before the rest goes
 };
 
 }  // namespace depengine::detail
