@@ -514,8 +514,7 @@ class ThreadedEngine final : public EngineCore {
     detail::HeldOpsSample now{.when = detail::SpinClock::now(), .held = cpu_->unattended()};
     if (now.held) {
       now.held_since = cpu_->unattended_since();
-      now.pushed = counter_.pushed();
-      buffers_.for_each([&](const PushBuffer& buffer) { now.pushed += buffer.pushed(); });
+      now.pushed = counter_.pushed() + pushed_to_buffers();
       now.completed = counter_.completed();
       now.in_flight = static_cast<std::int64_t>(now.pushed - now.completed);
       now.neighbours_busy = neighbours_busy();
@@ -689,11 +688,14 @@ class ThreadedEngine final : public EngineCore {
   }
 
   std::int64_t in_flight() const {
-    return counter_.in_flight([this] {
-      std::uint64_t pushed = 0;
-      buffers_.for_each([&](const PushBuffer& buffer) { pushed += buffer.pushed(); });
-      return pushed;
-    });
+    return counter_.in_flight([this] { return pushed_to_buffers(); });
+  }
+
+  // The pushes the buffers counted (InFlightCounter counts the others).
+  std::uint64_t pushed_to_buffers() const {
+    std::uint64_t pushed = 0;
+    buffers_.for_each([&](const PushBuffer& buffer) { pushed += buffer.pushed(); });
+    return pushed;
   }
 
   void apply_back_pressure() {

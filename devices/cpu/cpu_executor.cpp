@@ -73,12 +73,14 @@ void CpuExecutor::submit_unattended(OpBlock* const* ops, std::size_t count) {
   unattended_.store(true, std::memory_order_seq_cst);
 }
 
-void CpuExecutor::attend() {
+bool CpuExecutor::clear_unattended() {
   // The exchange read the flag stored after the ops' push: they are visible.
-  if (unattended_.load(std::memory_order_seq_cst) && unattended_.exchange(false, std::memory_order_seq_cst) &&
-      queue_.queued_now()) {
-    start_worker_if_needed(1);
-  }
+  return unattended_.load(std::memory_order_seq_cst) && unattended_.exchange(false, std::memory_order_seq_cst) &&
+         queue_.queued_now();
+}
+
+void CpuExecutor::attend() {
+  if (clear_unattended()) start_worker_if_needed(1);
 }
 
 void CpuExecutor::start_worker_if_needed(std::size_t backlog) {
@@ -218,12 +220,8 @@ bool CpuExecutor::help() {
       // by this thread alone: a wake-up costs far less.
       if (end - start >= ops * kLongOp && queue_.queued_now()) start_worker_if_needed(1);
     }
-    // What was queued unattended has run, unless more came meanwhile: the
-    // exchange read the flag stored after their push, so they are visible.
-    if (!unattended_.load(std::memory_order_seq_cst) || !unattended_.exchange(false, std::memory_order_seq_cst) ||
-        !queue_.queued_now()) {
-      return ran;
-    }
+    // What was queued unattended has run, unless more came meanwhile.
+    if (!clear_unattended()) return ran;
   }
 }
 

@@ -53,6 +53,9 @@ class CpuExecutor final : public CpuWorkers {
   static constexpr std::size_t kMaxBatch = tuning::kWorkerBatch;
 
   void start_worker_if_needed(std::size_t backlog);
+  /// Clears the mark of ops queued unattended; whether it was set and ops
+  /// are still queued.
+  bool clear_unattended();
   /// Hands `count` ops to workers spinning for work, as many as there are;
   /// returns how many it handed over.
   std::size_t deliver_to_spinners(OpBlock* const* ops, std::size_t count);
