@@ -75,6 +75,16 @@ inline constexpr auto kWorkerIdleSpin = std::chrono::microseconds(50);
 /// on average: a wake-up costs a fraction of such an op, while small ops
 /// run fastest on this thread alone.
 inline constexpr auto kLongOp = std::chrono::microseconds(20);
+/// How long a worker out of work beside busy threads sleeps, for a submit
+/// to hand it work again, before giving its thread back to oneTBB
+/// (devices/cpu/parked_workers.h): longer than a frontend's usual gap
+/// between bursts of pushes. A parked worker holds one of oneTBB's threads,
+/// which another arena of the process gets back within this time.
+inline constexpr auto kWorkerPark = std::chrono::milliseconds(50);
+/// The slice a CPU worker's thread asks the kernel for (sync/short_slice.h):
+/// the shortest Linux grants, so that the yields of oneTBB's idle loop do
+/// not push the thread's turn back by milliseconds beside busy threads.
+inline constexpr auto kWorkerSlice = std::chrono::microseconds(100);
 /// An idle worker yields every this many rounds (about every 2 µs).
 inline constexpr unsigned kWorkerRoundsPerYield = 8;
 /// At most one worker moves off a CPU it shares with another per this long

@@ -5,6 +5,8 @@
 #include <thread>
 
 #include "sync/engine_thread_clock.h"
+#include "sync/machine_load.h"
+#include "sync/short_slice.h"
 #include "sync/spin_wait.h"
 #include "sync/tuning.h"
 #include "engine/engine_core.h"
@@ -15,6 +17,7 @@ namespace {
 constexpr auto kIdleSpin = tuning::kWorkerIdleSpin;
 constexpr unsigned kRoundsPerYield = tuning::kWorkerRoundsPerYield;
 constexpr auto kLongOp = tuning::kLongOp;
+constexpr auto kPark = tuning::kWorkerPark;
 
 }  // namespace
 
@@ -98,6 +101,7 @@ void CpuExecutor::start_worker_if_needed(std::size_t backlog) {
     if (active_.compare_exchange_weak(active, active + 1, std::memory_order_seq_cst)) {
       // One count for the task, one for this call: the task may finish (and
       // the engine shut down) before enqueue has returned here.
+      if (parked_.unpark()) return;
       running_tasks_.fetch_add(2, std::memory_order_relaxed);
       arena_.enqueue([this] { worker_loop(); });
       running_tasks_.fetch_sub(1, std::memory_order_release);
@@ -108,7 +112,8 @@ void CpuExecutor::start_worker_if_needed(std::size_t backlog) {
 
 void CpuExecutor::worker_loop() {
   EngineThreadClock::enlist();
-  const int placed = placement_.arrive();
+  use_short_slice(false);
+  int placed = placement_.arrive();
   const int box = mailboxes_.claim();
   const WorkerScope scope(this);  // its end touches only this thread's state
   // Ops taken from the queue in one go: one consumer hand-off for several
@@ -167,7 +172,10 @@ void CpuExecutor::worker_loop() {
         exact = spinning_.load(std::memory_order_seq_cst) == 0;
       }
       const bool queued = exact ? queue_.queued_after_retiring() : queue_.queued_now();
-      if (!queued && !released) break;
+      if (!queued && !released) {
+        if (beside_busy_threads() && park(placed)) continue;
+        break;
+      }
       int active = active_.load(std::memory_order_seq_cst);
       bool rejoined = false;
       while (active < threads_ && !rejoined) {
@@ -183,7 +191,25 @@ void CpuExecutor::worker_loop() {
   }
   if (box >= 0) mailboxes_.release(box);
   placement_.leave(placed);
+  // Back to oneTBB's idle loop, whose yields would starve this thread beside
+  // busy threads (sync/short_slice.h). Only then: with a short slice the
+  // idle thread would take turns from our frontend (the busy-1 core_bench
+  // measured up to 1.4x slower), which a parked worker does not.
+  use_short_slice(beside_busy_threads());
   running_tasks_.fetch_sub(1, std::memory_order_release);  // last touch of *this
+}
+
+bool CpuExecutor::beside_busy_threads() const {
+  return MachineLoad::process().last_verdict() ||
+         (has_spare_core() && Contention::process().active(SpinClock::now()));
+}
+
+bool CpuExecutor::park(int& placed) {
+  placement_.leave(placed);
+  placed = -1;
+  if (!parked_.park(kPark)) return false;
+  placed = placement_.arrive();
+  return true;
 }
 
 std::size_t CpuExecutor::keep_delivered(OpBlock* delivered, OpBlock** batch, std::size_t count) {
@@ -251,6 +277,7 @@ std::size_t CpuExecutor::run_chain(OpBlock* op) {
 }
 
 void CpuExecutor::shutdown() {
+  parked_.close();
   while (running_tasks_.load(std::memory_order_acquire) != 0) {
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }

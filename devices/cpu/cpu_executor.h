@@ -5,7 +5,8 @@
 // Workers are elastic: a submit starts a worker task when fewer than
 // `threads` are active; a worker runs operations until the queue stays empty
 // for a short bounded spin, then returns its thread to oneTBB, which parks
-// it. An idle engine therefore uses no CPU. After completing an operation, a
+// it (beside busy threads it sleeps a while first, for the next submit to
+// wake: ParkedWorkers). An idle engine therefore uses no CPU. After completing an operation, a
 // worker runs the first CPU successor it made ready itself (inline
 // continuation) instead of queueing it; the others go straight to workers
 // spinning for work where there are some (WorkerMailboxes), else to the
@@ -19,6 +20,7 @@
 #include <oneapi/tbb/task_arena.h>
 
 #include "depengine/executor.h"
+#include "devices/cpu/parked_workers.h"
 #include "devices/cpu/ready_queue.h"
 #include "devices/cpu/worker_mailboxes.h"
 #include "devices/cpu/worker_placement.h"
@@ -60,6 +62,14 @@ class CpuExecutor final : public CpuWorkers {
   /// returns how many it handed over.
   std::size_t deliver_to_spinners(OpBlock* const* ops, std::size_t count);
   void worker_loop();
+  /// Whether threads other than the engine's keep cores busy: MachineLoad
+  /// says so, or the engine's threads lose cores they do not outnumber
+  /// (MachineLoad judges windows of 200 ms, a lost core tells at once).
+  bool beside_busy_threads() const;
+  /// For a worker that retired beside busy threads: sleeps until a submit
+  /// hands it work (true: it is active again, on the slot `placed` now
+  /// holds) or kWorkerPark passes (false: its task should end).
+  bool park(int& placed);
   /// For a worker that closed its box on `delivered` holding `count` ops
   /// from the queue: keeps the delivered op alone in `batch`, returns 1.
   std::size_t keep_delivered(OpBlock* delivered, OpBlock** batch, std::size_t count);
@@ -77,6 +87,7 @@ class CpuExecutor final : public CpuWorkers {
   ReadyQueue queue_;
   WorkerPlacement placement_;
   WorkerMailboxes mailboxes_;
+  ParkedWorkers parked_;
   // A worker that runs out of work writes spinning_, often when it keeps
   // pace with the frontend: a line of its own, apart from active_
   // (CpuWorkers), which every submit reads too.

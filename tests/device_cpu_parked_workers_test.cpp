@@ -1,0 +1,87 @@
+// ParkedWorkers (devices/cpu/parked_workers.h): a parked worker wakes when
+// unparked and not otherwise, a park ends by itself after its timeout,
+// close() releases every parked worker without work, and under racing
+// parks, timeouts and unparks every successful unpark wakes exactly one
+// worker.
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <thread>
+#include <vector>
+
+#include "devices/cpu/parked_workers.h"
+
+namespace depengine::detail {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(ParkedWorkers, UnparkWithNobodyParkedFails) {
+  ParkedWorkers parked;
+  EXPECT_FALSE(parked.unpark());
+}
+
+TEST(ParkedWorkers, AParkEndsByItselfAfterItsTimeout) {
+  ParkedWorkers parked;
+  EXPECT_FALSE(parked.park(1ms));
+  EXPECT_FALSE(parked.unpark()) << "a worker that timed out is no longer parked";
+}
+
+TEST(ParkedWorkers, UnparkWakesTheParkedWorker) {
+  ParkedWorkers parked;
+  auto worker = std::async(std::launch::async, [&] { return parked.park(60s); });
+  // Retried until the worker is parked: an unpark before that finds nobody.
+  while (!parked.unpark()) std::this_thread::sleep_for(1ms);
+  EXPECT_TRUE(worker.get());
+}
+
+TEST(ParkedWorkers, CloseReleasesParkedWorkersWithoutWorkAndEndsLaterParksAtOnce) {
+  ParkedWorkers parked;
+  std::atomic<int> waiting{0};
+  std::vector<std::future<bool>> workers;
+  for (int i = 0; i < 3; ++i) {
+    workers.push_back(std::async(std::launch::async, [&] {
+      waiting.fetch_add(1);
+      return parked.park(60s);
+    }));
+  }
+  while (waiting.load() != 3) std::this_thread::sleep_for(1ms);
+  parked.close();
+  for (auto& w : workers) EXPECT_FALSE(w.get());
+  EXPECT_FALSE(parked.park(60s)) << "returns at once after close";
+  EXPECT_FALSE(parked.unpark());
+}
+
+TEST(ParkedWorkers, EverySuccessfulUnparkWakesExactlyOneWorkerUnderRaces) {
+  // Workers park with timeouts short enough to race the unparks; each
+  // successful unpark must be matched by one park that returned true.
+  ParkedWorkers parked;
+  constexpr int kWorkers = 4;
+  std::atomic<bool> stop{false};
+  std::atomic<int> woken{0};
+  std::vector<std::thread> workers;
+  for (int i = 0; i < kWorkers; ++i) {
+    workers.emplace_back([&] {
+      while (!stop.load()) {
+        if (parked.park(std::chrono::microseconds(50 + 50 * (woken.load() % 3)))) woken.fetch_add(1);
+      }
+    });
+  }
+  int unparked = 0;
+  for (int i = 0; i < 20000; ++i) {
+    if (parked.unpark()) ++unparked;
+    if (i % 64 == 0) std::this_thread::yield();
+  }
+  // Every claimed place is woken before the workers can leave.
+  stop.store(true);
+  parked.close();
+  for (auto& t : workers) t.join();
+  EXPECT_GT(unparked, 0);
+  EXPECT_EQ(woken.load(), unparked);
+}
+
+}  // namespace
+}  // namespace depengine::detail
