@@ -78,8 +78,7 @@ inline constexpr auto kLongOp = std::chrono::microseconds(20);
 /// How long a worker out of work beside busy threads sleeps, for a submit
 /// to hand it work again, before giving its thread back to oneTBB
 /// (devices/cpu/parked_workers.h): longer than a frontend's usual gap
-/// between bursts of pushes. A parked worker holds one of oneTBB's threads,
-/// which another arena of the process gets back within this time.
+/// between bursts of pushes; the worker's task holds its thread meanwhile.
 inline constexpr auto kWorkerPark = std::chrono::milliseconds(50);
 /// The slice a CPU worker's thread asks the kernel for (sync/short_slice.h):
 /// the shortest Linux grants, so that the yields of oneTBB's idle loop do

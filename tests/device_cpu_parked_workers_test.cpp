@@ -1,6 +1,7 @@
 // ParkedWorkers (devices/cpu/parked_workers.h): a parked worker wakes when
 // unparked and not otherwise, a park ends by itself after its timeout,
-// close() releases every parked worker without work, and under racing
+// close() releases every parked worker without work, another executor
+// sends one away (to free its thread) but never its own, and under racing
 // parks, timeouts and unparks every successful unpark wakes exactly one
 // worker.
 
@@ -53,6 +54,18 @@ TEST(ParkedWorkers, CloseReleasesParkedWorkersWithoutWorkAndEndsLaterParksAtOnce
   for (auto& w : workers) EXPECT_FALSE(w.get());
   EXPECT_FALSE(parked.park(60s)) << "returns at once after close";
   EXPECT_FALSE(parked.unpark());
+}
+
+TEST(ParkedWorkers, AnotherExecutorSendsAParkedWorkerAwayButNotItsOwn) {
+  ParkedWorkers mine, other;
+  auto in_mine = std::async(std::launch::async, [&] { return mine.park(60s); });
+  auto in_other = std::async(std::launch::async, [&] { return other.park(60s); });
+  // Retried until the worker in `other` is parked: before, there is none to send away.
+  while (in_other.wait_for(1ms) != std::future_status::ready) mine.free_one_elsewhere();
+  EXPECT_FALSE(in_other.get()) << "sent away without work: its task ends";
+  EXPECT_EQ(in_mine.wait_for(10ms), std::future_status::timeout) << "the worker parked in `mine` stays parked";
+  while (!mine.unpark()) std::this_thread::sleep_for(1ms);
+  EXPECT_TRUE(in_mine.get());
 }
 
 TEST(ParkedWorkers, EverySuccessfulUnparkWakesExactlyOneWorkerUnderRaces) {

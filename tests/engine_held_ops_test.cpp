@@ -168,6 +168,34 @@ TEST(HeldOps, WaitToReadRunsNoOpOnItsCaller) {
   EXPECT_FALSE(ran_in_wait.load());
 }
 
+// A worker out of work beside busy neighbours sleeps for its engine's next
+// submit (devices/cpu/parked_workers.h), holding one of oneTBB's threads:
+// another engine of the process still gets a worker for what its blocking
+// calls wait for (oneTBB has a single thread to lend on a 2-core machine),
+// and each engine's parked worker runs its next ops. The pauses let the
+// workers run out of work and park.
+TEST(HeldOps, AParkedWorkerLeavesAnotherEngineOfTheProcessAWorker) {
+  const PinnedNeighbours busy(true);
+  Engine first(threaded(1)), second(threaded(1));
+  const Var a = first.new_var(), b = second.new_var();
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<int> on_caller{0};
+  int in_a = 0, in_b = 0;
+  for (int round = 1; round <= 5; ++round) {
+    for (Engine* engine : {&first, &second}) {
+      int& value = engine == &first ? in_a : in_b;
+      engine->push([&, round](RunContext&) {
+        if (std::this_thread::get_id() == caller) ++on_caller;
+        value = round;
+      }, {}, {engine == &first ? a : b});
+      engine->wait_to_read(engine == &first ? a : b);
+      ASSERT_EQ(value, round);
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+  EXPECT_EQ(on_caller.load(), 0) << "wait_to_read runs no op on its caller: a worker ran each";
+}
+
 // Over the bound of ops in flight, a frontend whose ops wait for it does not
 // stall: they complete while it pushes, before its wait_all.
 TEST(HeldOps, BackPressureStartsAWorkerForTheHeldOps) {

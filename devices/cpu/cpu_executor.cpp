@@ -104,6 +104,9 @@ void CpuExecutor::start_worker_if_needed(std::size_t backlog) {
       if (parked_.unpark()) return;
       running_tasks_.fetch_add(2, std::memory_order_relaxed);
       arena_.enqueue([this] { worker_loop(); });
+      // A worker another engine parked holds a thread of oneTBB's pool,
+      // which this task may need.
+      parked_.free_one_elsewhere();
       running_tasks_.fetch_sub(1, std::memory_order_release);
       return;
     }
@@ -114,6 +117,7 @@ void CpuExecutor::worker_loop() {
   EngineThreadClock::enlist();
   use_short_slice(false);
   int placed = placement_.arrive();
+  bool beside_busy = false;  // when it last retired
   const int box = mailboxes_.claim();
   const WorkerScope scope(this);  // its end touches only this thread's state
   // Ops taken from the queue in one go: one consumer hand-off for several
@@ -173,7 +177,8 @@ void CpuExecutor::worker_loop() {
       }
       const bool queued = exact ? queue_.queued_after_retiring() : queue_.queued_now();
       if (!queued && !released) {
-        if (beside_busy_threads() && park(placed)) continue;
+        beside_busy = beside_busy_threads();
+        if (beside_busy && park(placed)) continue;
         break;
       }
       int active = active_.load(std::memory_order_seq_cst);
@@ -195,7 +200,7 @@ void CpuExecutor::worker_loop() {
   // busy threads (sync/short_slice.h). Only then: with a short slice the
   // idle thread would take turns from our frontend (the busy-1 core_bench
   // measured up to 1.4x slower), which a parked worker does not.
-  use_short_slice(beside_busy_threads());
+  use_short_slice(beside_busy);
   running_tasks_.fetch_sub(1, std::memory_order_release);  // last touch of *this
 }
 

@@ -10,6 +10,11 @@
 // own, 100-150 ms beside two busy loops on the 2-core VM. A thread woken
 // from a futex is placed afresh and runs within a tick.
 //
+// A parked worker's task holds its thread of oneTBB's pool, which the
+// process's other arenas may need (oneTBB lends a 2-core machine one
+// thread): an executor that enqueues a task asks a worker parked by another
+// to give its thread back (free_one_elsewhere).
+//
 // A parked worker counts as inactive; the submit that makes a worker active
 // (CpuExecutor::start_worker_if_needed) unparks one where one is parked and
 // enqueues a task only otherwise:
@@ -38,17 +43,27 @@ class ParkedWorkers {
   /// Wakes every parked worker without work, and makes every later park
   /// return false at once: the executor shuts down, and no unpark races it.
   void close();
+  /// Wakes one worker parked in another ParkedWorkers of the process, if
+  /// any, without work: its task ends, and its thread goes back to oneTBB.
+  void free_one_elsewhere() const;
+
+  ParkedWorkers();
+  ~ParkedWorkers();
+  ParkedWorkers(const ParkedWorkers&) = delete;
+  ParkedWorkers& operator=(const ParkedWorkers&) = delete;
 
  private:
   // Takes one parked worker's place if there is one.
   bool claim();
-  // Whether the wake-up just taken counts as one of close()'s.
-  bool took_closing_wakeup();
+  // Wakes one parked worker without work; whether there was one.
+  bool send_away();
+  // Whether the wake-up just taken is one of send_away()'s.
+  bool took_leave();
 
   std::atomic<int> parked_{0};  // parked, and not yet claimed
   std::atomic<bool> closed_{false};
   std::counting_semaphore<> wakeups_{0};
-  std::atomic<int> closing_wakeups_{0};  // released by close(), not yet counted off
+  std::atomic<int> leaves_{0};  // wake-ups without work released, not yet taken
 };
 
 }  // namespace depengine::detail
