@@ -99,9 +99,9 @@ void CpuExecutor::start_worker_if_needed(std::size_t backlog) {
   while (active < threads_ &&
          (active == 0 || backlog > static_cast<std::size_t>(spinning_.load(std::memory_order_seq_cst)))) {
     if (active_.compare_exchange_weak(active, active + 1, std::memory_order_seq_cst)) {
+      if (parked_.unpark()) return;  // its task runs on, counted already
       // One count for the task, one for this call: the task may finish (and
       // the engine shut down) before enqueue has returned here.
-      if (parked_.unpark()) return;
       running_tasks_.fetch_add(2, std::memory_order_relaxed);
       arena_.enqueue([this] { worker_loop(); });
       // A worker another engine parked holds a thread of oneTBB's pool,
