@@ -1,14 +1,13 @@
 #include "devices/cpu/parked_workers.h"
 
 #include <algorithm>
-#include <mutex>
 #include <vector>
 
 namespace depengine::detail {
 namespace {
 
 // Every ParkedWorkers of the process, for free_one_elsewhere; the count of
-// parked places among them spares the common case (one engine) the lock.
+// parked workers among them spares the common case (one engine) the lock.
 struct Registry {
   std::mutex mutex;
   std::vector<ParkedWorkers*> all;
@@ -34,31 +33,46 @@ ParkedWorkers::~ParkedWorkers() {
 }
 
 bool ParkedWorkers::park(std::chrono::nanoseconds timeout) {
-  registry().parked.fetch_add(1, std::memory_order_seq_cst);
-  parked_.fetch_add(1, std::memory_order_seq_cst);
-  // Read after the count: a close() that this load misses claims our place.
-  if (!closed_.load(std::memory_order_seq_cst) && wakeups_.try_acquire_for(timeout)) return !took_leave();
-  if (claim()) return false;  // our place withdrawn: nobody counts on us
-  // An unpark (or a leave) claimed our place first: its release is on the way.
-  wakeups_.acquire();
-  return !took_leave();
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::unique_lock lock(mutex_);
+  if (closed_) return false;
+  ++parked_;
+  parked_hint_.store(parked_, std::memory_order_relaxed);
+  registry().parked.fetch_add(1, std::memory_order_relaxed);
+  while (work_ == 0 && leaves_ == 0) {
+    if (woken_.wait_until(lock, deadline) == std::cv_status::timeout && work_ == 0 && leaves_ == 0) {
+      // No wake-up left for anyone: this worker's place is among parked_.
+      --parked_;
+      parked_hint_.store(parked_, std::memory_order_relaxed);
+      registry().parked.fetch_sub(1, std::memory_order_relaxed);
+      return false;
+    }
+  }
+  // Wake-ups are alike: whichever parked worker takes one does as it says.
+  if (work_ > 0) {
+    --work_;
+    return true;
+  }
+  --leaves_;
+  return false;
 }
 
 bool ParkedWorkers::unpark() {
-  if (closed_.load(std::memory_order_seq_cst) || !claim()) return false;
-  wakeups_.release();
-  return true;
+  if (parked_hint_.load(std::memory_order_relaxed) == 0) return false;
+  std::lock_guard lock(mutex_);
+  return !closed_ && claim(work_);
 }
 
 void ParkedWorkers::close() {
-  closed_.store(true, std::memory_order_seq_cst);
-  while (send_away()) {
+  std::lock_guard lock(mutex_);
+  closed_ = true;
+  while (claim(leaves_)) {
   }
 }
 
 void ParkedWorkers::free_one_elsewhere() const {
   Registry& r = registry();
-  if (r.parked.load(std::memory_order_seq_cst) <= 0) return;
+  if (r.parked.load(std::memory_order_relaxed) <= 0) return;
   std::lock_guard lock(r.mutex);
   for (ParkedWorkers* other : r.all) {
     if (other != this && other->send_away()) return;
@@ -66,31 +80,18 @@ void ParkedWorkers::free_one_elsewhere() const {
 }
 
 bool ParkedWorkers::send_away() {
-  if (!claim()) return false;
-  leaves_.fetch_add(1, std::memory_order_seq_cst);
-  wakeups_.release();
+  std::lock_guard lock(mutex_);
+  return claim(leaves_);
+}
+
+bool ParkedWorkers::claim(int& wakeups) {
+  if (parked_ == 0) return false;
+  --parked_;
+  parked_hint_.store(parked_, std::memory_order_relaxed);
+  registry().parked.fetch_sub(1, std::memory_order_relaxed);
+  ++wakeups;
+  woken_.notify_one();
   return true;
-}
-
-bool ParkedWorkers::claim() {
-  int parked = parked_.load(std::memory_order_seq_cst);
-  while (parked > 0) {
-    if (parked_.compare_exchange_weak(parked, parked - 1, std::memory_order_seq_cst)) {
-      registry().parked.fetch_sub(1, std::memory_order_seq_cst);
-      return true;
-    }
-  }
-  return false;
-}
-
-bool ParkedWorkers::took_leave() {
-  // Wake-ups are alike: whichever worker counts one of the leaves off, as
-  // many return false as were sent away.
-  int leaves = leaves_.load(std::memory_order_seq_cst);
-  while (leaves > 0) {
-    if (leaves_.compare_exchange_weak(leaves, leaves - 1, std::memory_order_seq_cst)) return true;
-  }
-  return false;
 }
 
 }  // namespace depengine::detail

@@ -27,7 +27,8 @@
 
 #include <atomic>
 #include <chrono>
-#include <semaphore>
+#include <condition_variable>
+#include <mutex>
 
 namespace depengine::detail {
 
@@ -53,17 +54,25 @@ class ParkedWorkers {
   ParkedWorkers& operator=(const ParkedWorkers&) = delete;
 
  private:
-  // Takes one parked worker's place if there is one.
-  bool claim();
+  // Hands one parked worker a wake-up, with work or without (`leaves_`);
+  // false when none is parked. Under mutex_.
+  bool claim(int& wakeups);
   // Wakes one parked worker without work; whether there was one.
   bool send_away();
-  // Whether the wake-up just taken is one of send_away()'s.
-  bool took_leave();
 
-  std::atomic<int> parked_{0};  // parked, and not yet claimed
-  std::atomic<bool> closed_{false};
-  std::counting_semaphore<> wakeups_{0};
-  std::atomic<int> leaves_{0};  // wake-ups without work released, not yet taken
+  // A condition variable, not a semaphore: libstdc++'s timed semaphore
+  // wait yields, then polls in sleeps of half the time waited so far once
+  // its first rounds took over 4 µs (as beside busy threads), and a release
+  // would be seen that late.
+  std::mutex mutex_;
+  std::condition_variable woken_;
+  // Under mutex_; parked_ + work_ + leaves_ is the number of workers in park().
+  int parked_ = 0;  // parked, and not yet handed a wake-up
+  int work_ = 0;    // wake-ups with work (unpark), not yet taken
+  int leaves_ = 0;  // wake-ups without work (close, send_away), not yet taken
+  bool closed_ = false;
+  // parked_, read without the lock: most unparks find nobody parked.
+  std::atomic<int> parked_hint_{0};
 };
 
 }  // namespace depengine::detail
