@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "depengine/executor.h"
+#include "sync/machine_load.h"
 #include "sync/spin_wait.h"
 
 namespace depengine {
@@ -28,6 +29,13 @@ class CpuWorkers : public Executor {
   /// True when there are fewer workers than cores: a thread that waits may
   /// spin or help without taking a worker's core.
   bool has_spare_core() const { return spare_core_; }
+  /// Whether threads other than the engine's keep cores busy: MachineLoad
+  /// says so, or the engine's threads lose cores they do not outnumber
+  /// (MachineLoad judges windows of 200 ms, a lost core tells at once).
+  bool beside_busy_threads() const {
+    return MachineLoad::process().neighbours_busy() ||
+           (spare_core_ && Contention::process().active(SpinClock::now()));
+  }
   /// True when an active worker was last placed on the calling thread's
   /// CPU: there it takes turns on one core with the thread that feeds it.
   virtual bool worker_on_this_cpu() const = 0;

@@ -212,8 +212,7 @@ class ThreadedEngine final : public EngineCore {
   // A core of its own: fewer workers than cores, and neither neighbours nor
   // lost cores take it (sync/spin_wait.h ends the spin on a lost core too).
   bool waits_spinning_on_progress() const override {
-    return cpu_->has_spare_core() && !neighbours_busy() &&
-           !detail::Contention::process().active(detail::SpinClock::now());
+    return cpu_->has_spare_core() && !cpu_->beside_busy_threads();
   }
   std::uint64_t completed_ops() const override { return counter_.completed(); }
 
@@ -425,10 +424,7 @@ class ThreadedEngine final : public EngineCore {
   // over by the workers. Not otherwise with a worker on every core: there
   // the engine's own threads are one more than the cores, which loses
   // cores on a quiet machine too, and registering is better left to them.
-  bool registers_own_batches() const {
-    return neighbours_busy() ||
-           (cpu_->has_spare_core() && detail::Contention::process().active(detail::SpinClock::now()));
-  }
+  bool registers_own_batches() const { return cpu_->beside_busy_threads(); }
 
   // Whether threads other than the engine's keep cores busy (MachineLoad),
   // and the engine's own threads take turns with them.

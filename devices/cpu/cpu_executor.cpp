@@ -5,7 +5,6 @@
 #include <thread>
 
 #include "sync/engine_thread_clock.h"
-#include "sync/machine_load.h"
 #include "sync/short_slice.h"
 #include "sync/spin_wait.h"
 #include "sync/tuning.h"
@@ -202,11 +201,6 @@ void CpuExecutor::worker_loop() {
   // measured up to 1.4x slower), which a parked worker does not.
   use_short_slice(beside_busy);
   running_tasks_.fetch_sub(1, std::memory_order_release);  // last touch of *this
-}
-
-bool CpuExecutor::beside_busy_threads() const {
-  return MachineLoad::process().last_verdict() ||
-         (has_spare_core() && Contention::process().active(SpinClock::now()));
 }
 
 bool CpuExecutor::park(int& placed) {

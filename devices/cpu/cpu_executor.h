@@ -62,10 +62,6 @@ class CpuExecutor final : public CpuWorkers {
   /// returns how many it handed over.
   std::size_t deliver_to_spinners(OpBlock* const* ops, std::size_t count);
   void worker_loop();
-  /// Whether threads other than the engine's keep cores busy: MachineLoad
-  /// says so, or the engine's threads lose cores they do not outnumber
-  /// (MachineLoad judges windows of 200 ms, a lost core tells at once).
-  bool beside_busy_threads() const;
   /// For a worker that retired beside busy threads: sleeps until a submit
   /// hands it work (true: it is active again, on the slot `placed` now
   /// holds) or kWorkerPark passes (false: its task should end).
