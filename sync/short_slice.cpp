@@ -13,20 +13,6 @@
 namespace depengine::detail {
 namespace {
 
-#if defined(__linux__) && defined(SYS_sched_setattr)
-// The kernel's struct sched_attr (glibc has no wrapper for sched_setattr).
-struct SchedAttr {
-  std::uint32_t size = sizeof(SchedAttr);
-  std::uint32_t policy = 0;  // SCHED_OTHER: the thread keeps its policy and nice value
-  std::uint64_t flags = 0;
-  std::int32_t nice = 0;
-  std::uint32_t priority = 0;
-  std::uint64_t runtime_ns = 0;  // the slice, for SCHED_OTHER
-  std::uint64_t deadline_ns = 0;
-  std::uint64_t period_ns = 0;
-};
-#endif
-
 thread_local bool t_short = false;
 
 }  // namespace

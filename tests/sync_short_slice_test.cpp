@@ -22,19 +22,8 @@ namespace depengine::detail {
 namespace {
 
 #if defined(__linux__) && defined(SYS_sched_getattr)
-struct Attr {
-  std::uint32_t size = sizeof(Attr);
-  std::uint32_t policy = 0;
-  std::uint64_t flags = 0;
-  std::int32_t nice = 0;
-  std::uint32_t priority = 0;
-  std::uint64_t runtime_ns = 0;
-  std::uint64_t deadline_ns = 0;
-  std::uint64_t period_ns = 0;
-};
-
-Attr attr_of_this_thread() {
-  Attr attr;
+SchedAttr attr_of_this_thread() {
+  SchedAttr attr;
   EXPECT_EQ(syscall(SYS_sched_getattr, 0, &attr, sizeof(attr), 0), 0);
   return attr;
 }
@@ -44,7 +33,7 @@ Attr attr_of_this_thread() {
 bool kernel_keeps_slices() {
   bool kept = false;
   std::thread([&] {
-    Attr attr = attr_of_this_thread();
+    SchedAttr attr = attr_of_this_thread();
     attr.size = sizeof(attr);
     attr.runtime_ns = 200000;
     kept = syscall(SYS_sched_setattr, 0, &attr, 0) == 0 && attr_of_this_thread().runtime_ns == 200000;
@@ -61,11 +50,11 @@ TEST(ShortSlice, TheThreadsSliceGoesShortAndBackKeepingItsNiceValue) {
     const std::uint64_t default_slice = attr_of_this_thread().runtime_ns;
     const auto short_slice = static_cast<std::uint64_t>(std::chrono::nanoseconds(tuning::kWorkerSlice).count());
     use_short_slice(true);
-    const Attr short_attr = attr_of_this_thread();
+    const SchedAttr short_attr = attr_of_this_thread();
     EXPECT_EQ(short_attr.runtime_ns, short_slice);
     EXPECT_EQ(short_attr.nice, 5);
     use_short_slice(false);
-    const Attr default_attr = attr_of_this_thread();
+    const SchedAttr default_attr = attr_of_this_thread();
     EXPECT_EQ(default_attr.runtime_ns, default_slice);
     EXPECT_NE(default_attr.runtime_ns, short_slice);
     EXPECT_EQ(default_attr.nice, 5);
