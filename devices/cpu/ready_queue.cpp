@@ -139,19 +139,18 @@ OpBlock* ReadyQueue::pop_heap(bool positive_only) {
 
 std::size_t ReadyQueue::pop(OpBlock** out, std::size_t max, bool& more) {
   more = false;
-  OpBlock* op = pop_heap(/*positive_only=*/true);
   std::size_t got = 0;
+  OpBlock* op = pop_heap(/*positive_only=*/true);
   if (op == nullptr) {
-    got = pop_rings(out, max, more);
-    if (got != 0) return got;
+    if (std::size_t from_rings = pop_rings(out, max, more)) return from_rings;
     got = pop_spill(out, max);
+    if (got == 0) op = pop_heap(/*positive_only=*/false);
   }
-  if (got == 0) {
-    if (op == nullptr) op = pop_heap(/*positive_only=*/false);
-    if (op == nullptr) return 0;
+  if (op != nullptr) {
     out[0] = op;
     got = 1;
   }
+  if (got == 0) return 0;
   more = heap_size_.load(std::memory_order_relaxed) != 0 || spill_size_.load(std::memory_order_relaxed) != 0;
   return got;
 }
