@@ -91,6 +91,11 @@ inline constexpr unsigned kWorkerRoundsPerYield = 8;
 /// migration, once per burst of work is enough, and on a busy machine
 /// moving at every start cost the contended core_bench 20-30%.
 inline constexpr auto kWorkerMoveGap = std::chrono::milliseconds(2);
+/// A started worker that has not begun to run after this long waits, most
+/// likely, behind a running worker on its CPU: that one yields between two
+/// ops (devices/cpu/late_starts.h). Well above the few tens of µs a woken
+/// thread takes to run on an idle CPU.
+inline constexpr auto kLateStart = std::chrono::microseconds(200);
 
 // ---------------------------------------------------------------- waiting (sync/)
 

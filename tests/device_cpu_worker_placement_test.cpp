@@ -113,6 +113,22 @@ TEST(WorkerPlacement, AtMostOneMovePerGap) {
   EXPECT_EQ(placement.cpu_of(d), 1);
 }
 
+TEST(WorkerPlacement, AWorkerThatStartedLateMovesWithinTheGap) {
+  // It waited behind the worker on its CPU (devices/cpu/late_starts.h):
+  // the move is what ends the wait, whatever moved last.
+  WorkerPlacement placement(3);
+  const Contention quiet;
+  const int b = second_of_two(placement, 0, 0, quiet, &record_move, &four_cpus);
+  placement.leave(b);
+  const int c = placement.arrive_at(0, at_ms(1), quiet, &record_move, &four_cpus, /*late=*/true);
+  EXPECT_EQ(moves, (std::vector<int>{1, 1}));
+  EXPECT_EQ(placement.cpu_of(c), 1);
+  // It spends the gap as any move does.
+  placement.leave(c);
+  placement.arrive_at(0, at_ms(2), quiet, &record_move, &four_cpus);
+  EXPECT_EQ(moves, (std::vector<int>{1, 1}));
+}
+
 TEST(WorkerPlacement, NoMoveWhileTheProcessLosesItsCores) {
   WorkerPlacement placement(2);
   Contention busy;

@@ -98,6 +98,7 @@ void CpuExecutor::start_worker_if_needed(std::size_t backlog) {
   while (active < threads_ &&
          (active == 0 || backlog > static_cast<std::size_t>(spinning_.load(std::memory_order_seq_cst)))) {
     if (active_.compare_exchange_weak(active, active + 1, std::memory_order_seq_cst)) {
+      starts_.started(SpinClock::now());
       if (parked_.unpark()) return;  // its task runs on, counted already
       // One count for the task, one for this call: the task may finish (and
       // the engine shut down) before enqueue has returned here.
@@ -115,7 +116,7 @@ void CpuExecutor::start_worker_if_needed(std::size_t backlog) {
 void CpuExecutor::worker_loop() {
   EngineThreadClock::enlist();
   use_short_slice(false);
-  int placed = placement_.arrive();
+  int placed = arrive();
   bool beside_busy = false;  // when it last retired
   const int box = mailboxes_.claim();
   const WorkerScope scope(this);  // its end touches only this thread's state
@@ -207,8 +208,14 @@ bool CpuExecutor::park(int& placed) {
   placement_.leave(placed);
   placed = -1;
   if (!parked_.park(kPark)) return false;
-  placed = placement_.arrive();
+  placed = arrive();
   return true;
+}
+
+int CpuExecutor::arrive() {
+  const int placed = placement_.arrive(starts_.arrived(SpinClock::now()));
+  if (starts_.pending()) make_way_for_started_worker(/*arriving=*/true);
+  return placed;
 }
 
 std::size_t CpuExecutor::keep_delivered(OpBlock* delivered, OpBlock** batch, std::size_t count) {
@@ -264,6 +271,7 @@ std::size_t CpuExecutor::run_batch(OpBlock** batch, std::size_t count) {
 std::size_t CpuExecutor::run_chain(OpBlock* op) {
   std::size_t ran = 0;
   for (; op != nullptr; ++ran) {
+    if (starts_.pending()) [[unlikely]] make_way_for_started_worker(/*arriving=*/false);
     // What its completion will touch arrives while it runs.
     prefetch_successors(op);
     RunContext ctx{.device = Device::cpu(), .property = op->property, .name = op->name_view()};
@@ -273,6 +281,14 @@ std::size_t CpuExecutor::run_chain(OpBlock* op) {
     op = async ? nullptr : engine_.complete_and_continue(op, std::move(error));
   }
   return ran;
+}
+
+void CpuExecutor::make_way_for_started_worker(bool arriving) {
+  // Beside busy threads a start is late for want of a core, and a yield
+  // would put this worker behind them for long (sync/short_slice.h).
+  if (beside_busy_threads()) return;
+  const auto now = SpinClock::now();
+  if (arriving ? starts_.make_way_on_arrival(now) : starts_.make_way(now)) std::this_thread::yield();
 }
 
 void CpuExecutor::shutdown() {

@@ -11,7 +11,8 @@
 // continuation) instead of queueing it; the others go straight to workers
 // spinning for work where there are some (WorkerMailboxes), else to the
 // ready queue. Workers active at once keep to different CPUs
-// (WorkerPlacement).
+// (WorkerPlacement), and a running worker makes way for a started one that
+// may wait behind it (LateStarts).
 
 #include <atomic>
 #include <memory>
@@ -20,6 +21,7 @@
 #include <oneapi/tbb/task_arena.h>
 
 #include "depengine/executor.h"
+#include "devices/cpu/late_starts.h"
 #include "devices/cpu/parked_workers.h"
 #include "devices/cpu/ready_queue.h"
 #include "devices/cpu/worker_mailboxes.h"
@@ -72,6 +74,14 @@ class CpuExecutor final : public CpuWorkers {
   /// Both return how many ops they ran (with the successors run inline).
   std::size_t run_batch(OpBlock** batch, std::size_t count);
   std::size_t run_chain(OpBlock* op);
+  /// For a worker task that begins (or an unparked worker): takes its
+  /// place (WorkerPlacement) and makes way for a worker started with it.
+  /// Returns the placement slot.
+  int arrive();
+  /// As a worker begins (`arriving`) or before an op: yields the CPU to a
+  /// started worker that has not begun and may wait behind this one
+  /// (LateStarts).
+  void make_way_for_started_worker(bool arriving);
 
   EngineCore& engine_;
   std::unique_ptr<oneapi::tbb::global_control> parallelism_;
@@ -84,6 +94,8 @@ class CpuExecutor final : public CpuWorkers {
   WorkerPlacement placement_;
   WorkerMailboxes mailboxes_;
   ParkedWorkers parked_;
+  // Every op a worker runs reads it; starts and arrivals write it.
+  alignas(64) LateStarts starts_;
   // A worker that runs out of work writes spinning_, often when it keeps
   // pace with the frontend: a line of its own, apart from active_
   // (CpuWorkers), which every submit reads too.

@@ -59,8 +59,8 @@ bool WorkerPlacement::move_to(int cpu) {
 #endif
 }
 
-int WorkerPlacement::arrive() {
-  return arrive_at(current_cpu(), SpinClock::now(), Contention::process(), mover(), &allowed_cpus);
+int WorkerPlacement::arrive(bool late) {
+  return arrive_at(current_cpu(), SpinClock::now(), Contention::process(), mover(), &allowed_cpus, late);
 }
 
 WorkerPlacement::Move WorkerPlacement::mover() {
@@ -71,7 +71,7 @@ WorkerPlacement::Move WorkerPlacement::mover() {
 }
 
 int WorkerPlacement::arrive_at(int cpu, SpinClock::time_point now, const Contention& contention, Move move,
-                               AllowedCpus allowed) {
+                               AllowedCpus allowed, bool late) {
   if (cpu < 0) return -1;
   int slot = -1;
   for (int i = 0; i < slots_ && slot < 0; ++i) {
@@ -79,7 +79,7 @@ int WorkerPlacement::arrive_at(int cpu, SpinClock::time_point now, const Content
     if (cpu_of_[i].compare_exchange_strong(free, cpu, std::memory_order_acq_rel)) slot = i;
   }
   if (slot < 0) return -1;
-  const int moved_to = move_off_workers(cpu, slot, now, /*gap=*/true, contention, move, allowed);
+  const int moved_to = move_off_workers(cpu, slot, now, /*gap=*/!late, contention, move, allowed);
   if (moved_to >= 0) cpu_of_[slot].store(moved_to, std::memory_order_release);
   return slot;
 }

@@ -47,15 +47,18 @@ class WorkerPlacement {
   explicit WorkerPlacement(int workers);
 
   /// For a worker task that starts on the calling thread: moves it off a
-  /// CPU another active worker is on, if a free one is allowed. Returns the
-  /// slot to give back to leave() (-1: none taken).
-  int arrive();
+  /// CPU another active worker is on, if a free one is allowed, at most
+  /// once per kWorkerMoveGap unless it started `late` (devices/cpu/
+  /// late_starts.h: it waited behind that worker). Returns the slot to give
+  /// back to leave() (-1: none taken).
+  int arrive(bool late = false);
   /// arrive() for a worker on `cpu` at `now`, moving with `move` (move_to,
   /// or a test's stand-in; null: no move, as beside busy neighbours) among
   /// the CPUs `allowed` returns (called only when it may move).
   using Move = bool (*)(int cpu);
   using AllowedCpus = std::vector<int> (*)();
-  int arrive_at(int cpu, SpinClock::time_point now, const Contention& contention, Move move, AllowedCpus allowed);
+  int arrive_at(int cpu, SpinClock::time_point now, const Contention& contention, Move move, AllowedCpus allowed,
+                bool late = false);
   /// For a thread that feeds the workers (a frontend): moves it off an
   /// active worker's CPU to one no worker is on, if one is allowed; with
   /// `gap`, at most once per kWorkerMoveGap counting the workers' moves.
