@@ -14,8 +14,8 @@ std::int64_t late_ticks() {
 }  // namespace
 
 void LateStarts::started(SpinClock::time_point now) {
-  // The time first: a reader that sees the count sees a time no older
-  // than this start's.
+  // Starts and arrivals that race may time a pending start from a little
+  // later than it began: the way made for it comes later, nothing worse.
   if (pending_.load(std::memory_order_acquire) == 0) since_.store(ticks(now), std::memory_order_relaxed);
   pending_.fetch_add(1, std::memory_order_acq_rel);
 }
