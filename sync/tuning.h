@@ -93,8 +93,8 @@ inline constexpr unsigned kWorkerRoundsPerYield = 8;
 inline constexpr auto kWorkerMoveGap = std::chrono::milliseconds(2);
 /// A started worker that has not begun to run after this long waits, most
 /// likely, behind a running worker on its CPU: that one yields between two
-/// ops (devices/cpu/late_starts.h). Well above the few tens of µs a woken
-/// thread takes to run on an idle CPU.
+/// ops (devices/cpu/late_starts.h). Well above the 90 µs a woken thread
+/// took to run on an idle vCPU of the 2-core VM.
 inline constexpr auto kLateStart = std::chrono::microseconds(200);
 
 // ---------------------------------------------------------------- waiting (sync/)

@@ -198,8 +198,8 @@ void CpuExecutor::worker_loop() {
   placement_.leave(placed);
   // Back to oneTBB's idle loop, whose yields would starve this thread beside
   // busy threads (sync/short_slice.h). Only then: with a short slice the
-  // idle thread would take turns from our frontend (the busy-1 core_bench
-  // measured up to 1.4x slower), which a parked worker does not.
+  // idle thread would take turns from our frontend, which a parked worker
+  // does not.
   use_short_slice(beside_busy);
   running_tasks_.fetch_sub(1, std::memory_order_release);  // last touch of *this
 }

@@ -16,8 +16,8 @@
 // start is pending (workers started together were queued together). Where
 // the late worker waits behind it, it runs at once and moves itself off
 // (WorkerPlacement::arrive with `late`); elsewhere the yield returns at
-// once. Yielding at every start instead cost core_bench's fan_out_in with
-// 2 workers 25%: a yield also hands the CPU to a frontend queued there.
+// once. Not at every start: a yield also hands the CPU to a frontend
+// queued there.
 //
 //   starts.started(now);                          // a submit starts a worker
 //   const bool late = starts.arrived(now);        // the worker task begins
