@@ -60,6 +60,8 @@ int resolve_threads(int requested) {
 // push would cost more than the check saves).
 thread_local std::int64_t t_pushes_to_check = 0;
 thread_local std::int64_t t_completions_to_check = 0;
+// Back-pressure checks to this thread's next look at its CPU (WorkerPlacement).
+thread_local std::int64_t t_checks_to_step_off = 0;
 
 bool count_down(std::int64_t& countdown, std::size_t interval) {
   if (--countdown > 0) return false;
@@ -195,7 +197,17 @@ class ThreadedEngine final : public EngineCore {
   void submit(OpBlock* op) override {
     if (count_down(t_pushes_to_check, check_interval_)) {
       detail::EngineThreadClock::enlist();  // a frontend's CPU time is the engine's (MachineLoad)
-      if (!in_operation()) apply_back_pressure();
+      if (!in_operation()) {
+        apply_back_pressure();
+        // The scheduler may have put this thread on an active worker's CPU
+        // while another CPU is free of them (WorkerPlacement). Not at every
+        // check: beside a worker on every CPU each look finds none free, at
+        // the cost of a system call.
+        if (count_down(t_checks_to_step_off, detail::tuning::kBackPressureChecksPerStepOff) &&
+            !cpu_->on_worker_thread()) {
+          cpu_->step_off_workers(/*rate_limited=*/true);
+        }
+      }
     }
     if (detail::OpObserver* obs = observer()) [[unlikely]] obs->on_push(*op);
     // The verdict however old: its age costs a clock read per push, and the

@@ -59,6 +59,9 @@ inline constexpr auto kBackPressureSpin = std::chrono::microseconds(50);
 /// A frontend checks back-pressure every this many pushes (at most an
 /// eighth of the bound): a division per push would cost more than the check saves.
 inline constexpr std::size_t kBackPressureCheckInterval = 64;
+/// ...and, once per this many of those checks, whether it shares a CPU with
+/// an active worker while another CPU is free of them (WorkerPlacement).
+inline constexpr std::size_t kBackPressureChecksPerStepOff = 4;
 
 // ---------------------------------------------------------------- dispatch and the CPU workers (devices/cpu/)
 
@@ -91,6 +94,10 @@ inline constexpr unsigned kWorkerRoundsPerYield = 8;
 /// migration, once per burst of work is enough, and on a busy machine
 /// moving at every start cost the contended core_bench 20-30%.
 inline constexpr auto kWorkerMoveGap = std::chrono::milliseconds(2);
+/// A running worker looks at its CPU once per this many ops, for a move of
+/// the scheduler's onto another worker's CPU (devices/cpu/worker_placement.h):
+/// a look costs a few nanoseconds, an op at least forty.
+inline constexpr unsigned kWorkerOpsPerPlacementCheck = 16;
 /// A started worker that has not begun to run after this long waits, most
 /// likely, behind a running worker on its CPU: that one yields between two
 /// ops (devices/cpu/late_starts.h). Well above the 90 µs a woken thread

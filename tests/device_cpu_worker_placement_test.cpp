@@ -1,9 +1,10 @@
 // WorkerPlacement (devices/cpu/worker_placement.h): which CPU a starting
-// worker, or a frontend on a worker's CPU, moves to, the slots workers take
-// and give back, and the move itself.
+// or running worker, or a frontend on a worker's CPU, moves to, the slots
+// workers take and give back, and the move itself.
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <vector>
 
@@ -201,6 +202,74 @@ TEST(WorkerPlacement, AFrontendStaysWhileTheProcessLosesItsCoresOrTheMoveFails) 
   EXPECT_EQ(moves, (std::vector<int>{1}));
 }
 
+TEST(WorkerPlacement, ALookThatFindsNoFreeCpuSpendsNoGap) {
+  // A frontend beside a worker on every CPU looks often and finds none.
+  WorkerPlacement placement(2);
+  const Contention quiet;
+  moves.clear();
+  placement.arrive_at(0, at_ms(0), quiet, &record_move, &two_cpus);
+  const int b = placement.arrive_at(1, at_ms(0), quiet, &record_move, &two_cpus);
+  EXPECT_FALSE(placement.step_off_at(0, at_ms(kGapMs), /*gap=*/true, quiet, &record_move, &two_cpus));
+  placement.leave(b);
+  EXPECT_TRUE(placement.step_off_at(0, at_ms(kGapMs), /*gap=*/true, quiet, &record_move, &two_cpus));
+  EXPECT_EQ(moves, (std::vector<int>{1}));
+}
+
+// The made-up clock of recheck_at, and how often it was read.
+SpinClock::time_point g_now;
+int g_clock_reads = 0;
+SpinClock::time_point made_up_now() {
+  ++g_clock_reads;
+  return g_now;
+}
+
+TEST(WorkerPlacement, ARunningWorkerTheSchedulerMovedOntoAnotherWorkersCpuMovesOff) {
+  WorkerPlacement placement(2);
+  const Contention quiet;
+  moves.clear();
+  const int a = placement.arrive_at(0, at_ms(0), quiet, &record_move, &four_cpus);
+  const int b = placement.arrive_at(1, at_ms(0), quiet, &record_move, &four_cpus);
+  ASSERT_TRUE(moves.empty());
+  g_now = at_ms(kGapMs);
+  placement.recheck_at(b, 0, &made_up_now, quiet, &record_move, &four_cpus);  // now on a's CPU
+  EXPECT_EQ(moves, (std::vector<int>{1}));
+  EXPECT_EQ(placement.cpu_of(a), 0);
+  EXPECT_EQ(placement.cpu_of(b), 1);
+}
+
+TEST(WorkerPlacement, ARunningWorkerRecordsTheCpuItRunsOnWithoutAClockReadWhenAlone) {
+  WorkerPlacement placement(2);
+  const Contention quiet;
+  moves.clear();
+  g_clock_reads = 0;
+  placement.arrive_at(0, at_ms(0), quiet, &record_move, &four_cpus);
+  const int b = placement.arrive_at(1, at_ms(0), quiet, &record_move, &four_cpus);
+  placement.recheck_at(b, 3, &made_up_now, quiet, &record_move, &four_cpus);
+  EXPECT_EQ(placement.cpu_of(b), 3);
+  EXPECT_TRUE(placement.occupied(3));
+  EXPECT_FALSE(placement.occupied(1));
+  placement.recheck_at(-1, 0, &made_up_now, quiet, &record_move, &four_cpus);  // a helper: no slot
+  placement.recheck_at(b, -1, &made_up_now, quiet, &record_move, &four_cpus);  // CPU unknown
+  EXPECT_EQ(placement.cpu_of(b), 3);
+  EXPECT_TRUE(moves.empty());
+  EXPECT_EQ(g_clock_reads, 0);
+}
+
+TEST(WorkerPlacement, ARunningWorkerMovesAtMostOncePerGap) {
+  WorkerPlacement placement(2);
+  const Contention quiet;
+  const int b = second_of_two(placement, 0, 0, quiet, &record_move, &four_cpus);  // moves to 1
+  ASSERT_EQ(placement.cpu_of(b), 1);
+  g_now = at_ms(kGapMs - 1);
+  placement.recheck_at(b, 0, &made_up_now, quiet, &record_move, &four_cpus);  // back on 0, too soon
+  EXPECT_EQ(moves, (std::vector<int>{1}));
+  EXPECT_EQ(placement.cpu_of(b), 0);  // recorded where it is all the same
+  g_now = at_ms(kGapMs);
+  placement.recheck_at(b, 0, &made_up_now, quiet, &record_move, &four_cpus);
+  EXPECT_EQ(moves, (std::vector<int>{1, 1}));
+  EXPECT_EQ(placement.cpu_of(b), 1);
+}
+
 #if defined(__linux__)
 TEST(WorkerPlacement, OneWorkerTakesItsSlotOnItsCpu) {
   WorkerPlacement placement(1);
@@ -214,6 +283,17 @@ TEST(WorkerPlacement, OneWorkerTakesItsSlotOnItsCpu) {
 #endif
 
 #if defined(__linux__)
+TEST(WorkerPlacement, RecheckRecordsTheCallersCpu) {
+  WorkerPlacement placement(1);
+  const int a = placement.arrive();
+  ASSERT_EQ(a, 0);
+  placement.recheck(a);
+  // Where it ran at the look (it may have moved since).
+  const std::vector<int> allowed = WorkerPlacement::allowed_cpus();
+  EXPECT_NE(std::find(allowed.begin(), allowed.end(), placement.cpu_of(a)), allowed.end());
+  placement.leave(a);
+}
+
 TEST(WorkerPlacement, MoveToRunsTheThreadThereAndRestoresItsAffinity) {
   const std::vector<int> allowed = WorkerPlacement::allowed_cpus();
   ASSERT_FALSE(allowed.empty());

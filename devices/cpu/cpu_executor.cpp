@@ -17,6 +17,10 @@ constexpr auto kIdleSpin = tuning::kWorkerIdleSpin;
 constexpr unsigned kRoundsPerYield = tuning::kWorkerRoundsPerYield;
 constexpr auto kLongOp = tuning::kLongOp;
 constexpr auto kPark = tuning::kWorkerPark;
+constexpr unsigned kOpsPerPlacementCheck = tuning::kWorkerOpsPerPlacementCheck;
+
+// Ops a worker runs before it next looks at its CPU (WorkerPlacement::recheck).
+thread_local unsigned t_ops_to_placement_check = kOpsPerPlacementCheck;
 
 }  // namespace
 
@@ -192,7 +196,7 @@ void CpuExecutor::worker_loop() {
     // A submit may have counted on us as a spinner while we took other work:
     // pass the wake-up on if ops are still waiting.
     if (more) start_worker_if_needed(1);
-    run_batch(batch, count);
+    run_batch(batch, count, placed);
   }
   if (box >= 0) mailboxes_.release(box);
   placement_.leave(placed);
@@ -242,7 +246,7 @@ bool CpuExecutor::help() {
   for (;;) {
     while (std::size_t count = queue_.pop(batch, kMaxBatch, more)) {
       const auto start = SpinClock::now();
-      const std::size_t ops = run_batch(batch, count);
+      const std::size_t ops = run_batch(batch, count, /*slot=*/-1);
       ran = true;
       if (!unattended_.load(std::memory_order_relaxed)) continue;
       // The ops queued unattended have a thread again.
@@ -257,21 +261,25 @@ bool CpuExecutor::help() {
   }
 }
 
-std::size_t CpuExecutor::run_batch(OpBlock** batch, std::size_t count) {
+std::size_t CpuExecutor::run_batch(OpBlock** batch, std::size_t count, int slot) {
   // The ops were written on another core: let their misses overlap, in
   // stages, each reading addresses the previous stage brought in.
   for (std::size_t i = 0; i < count; ++i) prefetch_block(batch[i]);
   for (std::size_t i = 0; i < count; ++i) prefetch_entries(batch[i]);
   for (std::size_t i = 0; i < count; ++i) prefetch_vars(batch[i]);
   std::size_t ran = 0;
-  for (std::size_t i = 0; i < count; ++i) ran += run_chain(batch[i]);
+  for (std::size_t i = 0; i < count; ++i) ran += run_chain(batch[i], slot);
   return ran;
 }
 
-std::size_t CpuExecutor::run_chain(OpBlock* op) {
+std::size_t CpuExecutor::run_chain(OpBlock* op, int slot) {
   std::size_t ran = 0;
   for (; op != nullptr; ++ran) {
     if (starts_.pending()) [[unlikely]] make_way_for_started_worker(/*arriving=*/false);
+    if (--t_ops_to_placement_check == 0) [[unlikely]] {
+      t_ops_to_placement_check = kOpsPerPlacementCheck;
+      placement_.recheck(slot);
+    }
     // What its completion will touch arrives while it runs.
     prefetch_successors(op);
     RunContext ctx{.device = Device::cpu(), .property = op->property, .name = op->name_view()};

@@ -71,9 +71,11 @@ class CpuExecutor final : public CpuWorkers {
   /// For a worker that closed its box on `delivered` holding `count` ops
   /// from the queue: keeps the delivered op alone in `batch`, returns 1.
   std::size_t keep_delivered(OpBlock* delivered, OpBlock** batch, std::size_t count);
-  /// Both return how many ops they ran (with the successors run inline).
-  std::size_t run_batch(OpBlock** batch, std::size_t count);
-  std::size_t run_chain(OpBlock* op);
+  /// Both return how many ops they ran (with the successors run inline);
+  /// a worker's placement `slot` (-1 for a helper) is rechecked now and
+  /// then (WorkerPlacement::recheck).
+  std::size_t run_batch(OpBlock** batch, std::size_t count, int slot);
+  std::size_t run_chain(OpBlock* op, int slot);
   /// For a worker task that begins (or an unparked worker): takes its
   /// place (WorkerPlacement) and makes way for a worker started with it.
   /// Returns the placement slot.

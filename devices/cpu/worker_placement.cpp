@@ -84,8 +84,25 @@ int WorkerPlacement::arrive_at(int cpu, SpinClock::time_point now, const Content
   return slot;
 }
 
+void WorkerPlacement::recheck(int slot) {
+  recheck_at(slot, current_cpu(), &SpinClock::now, Contention::process(), mover(), &allowed_cpus);
+}
+
+void WorkerPlacement::recheck_at(int slot, int cpu, Clock now, const Contention& contention, Move move,
+                                 AllowedCpus allowed) {
+  if (slot < 0 || cpu < 0) return;
+  // Written only when it changed: the slots share a line that every
+  // worker's recheck reads.
+  if (cpu_of_[slot].load(std::memory_order_relaxed) != cpu) cpu_of_[slot].store(cpu, std::memory_order_release);
+  if (!shared(cpu, slot)) return;
+  const int moved_to = move_off_workers(cpu, slot, now(), /*gap=*/true, contention, move, allowed);
+  if (moved_to >= 0) cpu_of_[slot].store(moved_to, std::memory_order_release);
+}
+
 bool WorkerPlacement::step_off(bool gap) {
-  return step_off_at(current_cpu(), SpinClock::now(), gap, Contention::process(), mover(), &allowed_cpus);
+  const int cpu = current_cpu();
+  if (!occupied(cpu)) return false;  // the common case, without a clock read
+  return step_off_at(cpu, SpinClock::now(), gap, Contention::process(), mover(), &allowed_cpus);
 }
 
 bool WorkerPlacement::step_off_at(int cpu, SpinClock::time_point now, bool gap, const Contention& contention,
@@ -100,35 +117,32 @@ int WorkerPlacement::move_off_workers(int cpu, int own, SpinClock::time_point no
   // their cores to others (sync/spin_wait.h), a CPU free of workers is no
   // idle one: stay. And at most one move per kWorkerMoveGap where asked: on
   // a busy machine workers start often, and moves that often cost more than
-  // they gain.
-  bool shared = false;
-  for (int i = 0; i < slots_ && !shared; ++i) {
-    shared = i != own && cpu_of_[i].load(std::memory_order_acquire) == cpu;
-  }
-  if (!shared || move == nullptr || contention.active(now)) return -1;
+  // they gain; a look that finds no free CPU does not count (a frontend
+  // beside as many active workers as CPUs finds none at every look).
+  if (!shared(cpu, own) || move == nullptr || contention.active(now)) return -1;
   const std::int64_t ticks = now.time_since_epoch().count();
   std::int64_t last = last_move_.load(std::memory_order_relaxed);
   const auto min_gap = std::chrono::duration_cast<SpinClock::duration>(tuning::kWorkerMoveGap).count();
-  if (gap && (ticks - last < min_gap || !last_move_.compare_exchange_strong(last, ticks, std::memory_order_relaxed))) {
-    return -1;
-  }
+  if (gap && ticks - last < min_gap) return -1;
   std::vector<int> others;
   for (int i = 0; i < slots_; ++i) {
     if (i != own) others.push_back(cpu_of_[i].load(std::memory_order_acquire));
   }
   const int target = target_cpu(cpu, others, allowed());
-  if (target < 0 || !move(target)) return -1;
+  if (target < 0 || (gap && !last_move_.compare_exchange_strong(last, ticks, std::memory_order_relaxed))) return -1;
+  if (!move(target)) return -1;
   if (!gap) last_move_.store(ticks, std::memory_order_relaxed);
   return target;
 }
 
-bool WorkerPlacement::occupied(int cpu) const {
-  if (cpu < 0) return false;
+bool WorkerPlacement::shared(int cpu, int own) const {
   for (int i = 0; i < slots_; ++i) {
-    if (cpu_of(i) == cpu) return true;
+    if (i != own && cpu_of_[i].load(std::memory_order_acquire) == cpu) return true;
   }
   return false;
 }
+
+bool WorkerPlacement::occupied(int cpu) const { return cpu >= 0 && shared(cpu, /*own=*/-1); }
 
 void WorkerPlacement::leave(int slot) {
   if (slot >= 0) cpu_of_[slot].store(-1, std::memory_order_release);

@@ -30,6 +30,13 @@
 // on one core, and the frontend registers its batches at once
 // (engine/threaded_engine.cpp).
 //
+// The scheduler moves running threads too: after a kernel thread took a
+// CPU for milliseconds, two workers went on taking turns on the other one
+// while it idled again (4-5 ms at a time in depbench's data_parallel on the
+// 2-core VM). So a running worker looks at its CPU now and then (recheck:
+// sched_getcpu reads a word glibc keeps per thread) and moves off as it
+// would on arrival; a frontend does the same between its pushes.
+//
 // The decision is a pure function (tested with made-up CPUs); the move is
 // Linux's sched_setaffinity, and a no-op elsewhere.
 
@@ -59,6 +66,15 @@ class WorkerPlacement {
   using AllowedCpus = std::vector<int> (*)();
   int arrive_at(int cpu, SpinClock::time_point now, const Contention& contention, Move move, AllowedCpus allowed,
                 bool late = false);
+  /// For a running worker in `slot` (as arrive() returned it): records the
+  /// CPU it runs on now, which the scheduler may have changed, and moves it
+  /// off a CPU another active worker is on as arrive() does, at most once
+  /// per kWorkerMoveGap. A no-op for slot -1.
+  void recheck(int slot);
+  /// recheck() for a worker on `cpu` (as arrive_at(); `now` is read only
+  /// when it shares a CPU).
+  using Clock = SpinClock::time_point (*)();
+  void recheck_at(int slot, int cpu, Clock now, const Contention& contention, Move move, AllowedCpus allowed);
   /// For a thread that feeds the workers (a frontend): moves it off an
   /// active worker's CPU to one no worker is on, if one is allowed; with
   /// `gap`, at most once per kWorkerMoveGap counting the workers' moves.
@@ -90,6 +106,8 @@ class WorkerPlacement {
  private:
   // move_to, or null while moves are ruled out on this machine now.
   static Move mover();
+  // Whether a worker other than the one in `own` (-1: none) was last placed on `cpu`.
+  bool shared(int cpu, int own) const;
   // Moves a thread on `cpu` that shares it with a worker other than the one
   // in `own` (-1: none) to a CPU free of them, when it may; returns the CPU
   // it moved to, or -1.
