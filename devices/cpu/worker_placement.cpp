@@ -85,6 +85,7 @@ int WorkerPlacement::arrive_at(int cpu, SpinClock::time_point now, const Content
 }
 
 void WorkerPlacement::recheck(int slot) {
+  if (slot < 0) return;  // a helper: it has no place to keep
   recheck_at(slot, current_cpu(), &SpinClock::now, Contention::process(), mover(), &allowed_cpus);
 }
 
