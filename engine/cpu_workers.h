@@ -52,9 +52,8 @@ class CpuWorkers : public Executor {
   /// Queues several ready ops at once, all of priority 0 and not
   /// CpuPrioritized (the engine's path for a flushed batch).
   virtual void submit_plain(OpBlock* const* ops, std::size_t count) = 0;
-  /// The same without waking a worker: an active one takes them (or hands
-  /// them to a spinning one); otherwise they wait, marked unattended, for
-  /// help() or attend().
+  /// The same without waking a worker or handing them to an active one:
+  /// they wait apart, marked unattended, for help() or attend().
   virtual void submit_unattended(OpBlock* const* ops, std::size_t count) = 0;
   /// Whether ops were queued unattended since the last attend() (a hint:
   /// true may be stale, never false wrongly once submit_unattended returned).
@@ -64,8 +63,8 @@ class CpuWorkers : public Executor {
   SpinClock::time_point unattended_since() const {
     return SpinClock::time_point(SpinClock::duration(unattended_since_.load(std::memory_order_relaxed)));
   }
-  /// Starts a worker for ops queued unattended, unless none are queued any
-  /// longer or enough workers are looking for them.
+  /// Hands the ops queued unattended to the workers and starts one for
+  /// them, unless none are queued any longer.
   virtual void attend() = 0;
   /// Runs queued operations on the calling thread (one about to block in
   /// wait_all, which waits for them anyway) until the queue is empty;

@@ -11,7 +11,8 @@
 // will block soon, or the thread running ops is in a long one), when a
 // slow frontend held them kHeldOpsMaxWait, when the ops in flight reach
 // kHeldOpsMaxInFlight (a frontend without back-pressure that never blocks),
-// or once the neighbours are gone.
+// or once the neighbours are gone. (A frontend past kHeldBurst ops in flight
+// hands them over itself: engine/threaded_engine.cpp.)
 
 #include <chrono>
 #include <cstdint>

@@ -6,7 +6,8 @@
 // their device's executor.
 //
 // Beside busy neighbours, the ops a frontend's pushes make ready wait for
-// its next blocking call (t_holds_ready; engine/held_ops.h).
+// its next blocking call (t_holds_ready; engine/held_ops.h), or for a
+// burst of them to be in flight (hand_over_held_burst).
 //
 // When batches are registered (the policy): a full batch is sealed and left
 // for a worker that runs out of work (registered by its frontend
@@ -75,7 +76,8 @@ bool count_down(std::int64_t& countdown, std::size_t interval) {
 // when it blocks in wait_all. A woken worker would take turns for a core
 // with the neighbours and this thread, at a hand-off per op; run here, they
 // need none. Its other blocking calls and back-pressure start a worker for
-// them instead, and so does the flush timer when HeldOps says so.
+// them instead, and so do a burst of them (hand_over_held_burst) and the
+// flush timer when HeldOps says so.
 thread_local bool t_holds_ready = false;
 
 class HoldReady {
@@ -199,6 +201,7 @@ class ThreadedEngine final : public EngineCore {
       detail::EngineThreadClock::enlist();  // a frontend's CPU time is the engine's (MachineLoad)
       if (!in_operation()) {
         apply_back_pressure();
+        if (detail::MachineLoad::process().last_verdict() && !cpu_->on_worker_thread()) hand_over_held_burst();
         // The scheduler may have put this thread on an active worker's CPU
         // while another CPU is free of them (WorkerPlacement). Not at every
         // check: beside a worker on every CPU each look finds none free, at
@@ -220,6 +223,28 @@ class ThreadedEngine final : public EngineCore {
   }
 
   void before_blocking() override { cpu_->attend(); }
+
+  // Beside busy neighbours a frontend's ops wait for its next blocking
+  // call; held that long, thousands of them, each op's lines (its block,
+  // its entries, the next entries in its variables' queues) have left the
+  // caches by the time it runs, and the misses cost several times the op.
+  // So past kHeldBurst ops in flight the frontend hands them to one worker
+  // and yields its core, which that worker most likely shares with it,
+  // until they ran (a quarter left) or the workers stand still for
+  // kHeldBurstStall, then pushes on. Never longer: an op may wait for what
+  // this thread does after the push.
+  void hand_over_held_burst() {
+    constexpr std::int64_t kBurst = detail::tuning::kHeldBurst;
+    if (in_flight() <= kBurst) return;
+    if (PushBuffer* own = buffers_.mine_if_cached()) flush(*own);
+    cpu_->attend();
+    detail::SpinWait spin(detail::tuning::kHeldOpsMaxWait, detail::SpinWait::kYieldEachRound);
+    detail::ProgressWatch workers(counter_.completed(), detail::SpinClock::now(), detail::tuning::kHeldBurstStall);
+    const auto completed = [this] { return counter_.completed(); };
+    while (spin.round() && workers.moving(completed, spin.round_end())) {
+      if (in_flight() <= kBurst / 4) return;
+    }
+  }
 
   // A core of its own: fewer workers than cores, and neither neighbours nor
   // lost cores take it (sync/spin_wait.h ends the spin on a lost core too).

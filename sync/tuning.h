@@ -41,6 +41,13 @@ inline constexpr auto kHeldOpsMaxWait = std::chrono::milliseconds(2);
 /// ...and while fewer ops than this are in flight (the default back-pressure
 /// bound), for a frontend that never blocks.
 inline constexpr std::int64_t kHeldOpsMaxInFlight = 1 << 16;
+/// Past this many ops in flight, a frontend whose ops are held hands them to
+/// a worker and yields its core while they run (engine/threaded_engine.cpp):
+/// their lines are still in the caches (some 150 KiB of blocks and entries)...
+inline constexpr std::int64_t kHeldBurst = 512;
+/// ...unless the workers complete nothing for this long (a woken worker took
+/// up to 90 µs to run on the 2-core VM; an op may wait for the frontend).
+inline constexpr auto kHeldBurstStall = std::chrono::microseconds(300);
 
 // ---------------------------------------------------------------- waiting for batch slots (engine/threaded_engine.cpp)
 

@@ -2,8 +2,9 @@
 // frontend's pushes make ready waits for that frontend to block instead of
 // waking a worker: wait_all runs it on the calling thread. The guarantees
 // that must hold meanwhile: a held op runs without any blocking call,
-// wait_to_read runs no unrelated op on its caller, and back-pressure does
-// not wait for a worker nobody started.
+// wait_to_read runs no unrelated op on its caller, back-pressure does not
+// wait for a worker nobody started, and a frontend past a burst of held
+// ops hands them over without waiting for one that waits for it.
 
 #include <gtest/gtest.h>
 
@@ -212,6 +213,57 @@ TEST(HeldOps, BackPressureStartsAWorkerForTheHeldOps) {
   EXPECT_EQ(ran.load(), kOps);
   // The bound, the pushes between two checks of it, and a batch.
   EXPECT_GE(before_wait, kOps - 4 * static_cast<int>(kBound));
+}
+
+// Past kHeldBurst ops in flight a frontend that streams pushes hands its
+// held ops to a worker and yields while they run: ops run before it stops
+// pushing, as none would otherwise (the flush timer leaves the ops of a
+// frontend that streams pushes to it).
+TEST(HeldOps, PastTheBurstAFrontendHandsItsHeldOpsToAWorker) {
+  const PinnedNeighbours busy(true);
+  constexpr auto kBurst = static_cast<int>(detail::tuning::kHeldBurst);
+  constexpr int kOps = 16 * kBurst;
+  Engine engine(threaded(1));
+  std::vector<Var> vars;
+  for (int i = 0; i < 8; ++i) vars.push_back(engine.new_var());
+  std::atomic<bool> pushing{true};
+  std::atomic<int> ran{0}, ran_while_pushing{0};
+  for (int i = 0; i < kOps; ++i) {
+    engine.push([&](RunContext&) {
+      ++ran;
+      if (pushing.load()) ++ran_while_pushing;
+    }, {}, {vars[i % vars.size()]});
+  }
+  pushing = false;
+  engine.wait_all();
+  EXPECT_EQ(ran.load(), kOps);
+  EXPECT_GE(ran_while_pushing.load(), kBurst);
+}
+
+// The frontend's wait for a burst is bounded by the workers' progress: an op
+// that waits for what the frontend does after its pushes holds the one
+// worker, and the frontend pushes on instead of waiting for it.
+TEST(HeldOps, ABurstDoesNotWaitForAnOpThatWaitsForItsFrontend) {
+  const PinnedNeighbours busy(true);
+  constexpr int kOps = 4 * static_cast<int>(detail::tuning::kHeldBurst);
+  for (const int workers : {1, 2}) {
+    Engine engine(threaded(workers));
+    const Var gate = engine.new_var(), v = engine.new_var();
+    std::atomic<bool> go{false}, saw_go{false};
+    engine.push([&](RunContext&) {
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+      while (!go.load() && std::chrono::steady_clock::now() < give_up) {
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      }
+      saw_go = go.load();
+    }, {}, {gate});
+    std::atomic<int> ran{0};
+    for (int i = 0; i < kOps; ++i) engine.push([&](RunContext&) { ++ran; }, {}, {v});
+    go = true;
+    engine.wait_all();
+    EXPECT_TRUE(saw_go.load()) << workers << " workers: the frontend waited for the op that waited for it";
+    EXPECT_EQ(ran.load(), kOps);
+  }
 }
 
 }  // namespace

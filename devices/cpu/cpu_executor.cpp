@@ -66,12 +66,9 @@ void CpuExecutor::submit_plain(OpBlock* const* ops, std::size_t count) {
 }
 
 void CpuExecutor::submit_unattended(OpBlock* const* ops, std::size_t count) {
-  const std::size_t delivered = deliver_to_spinners(ops, count);
-  if (delivered == count) return;
-  queue_.push_plain(ops + delivered, count - delivered);
-  // An active worker runs them, or looks at the queue once more as it
-  // retires (the push's fence orders this load as in start_worker_if_needed).
-  if (active_.load(std::memory_order_seq_cst) != 0) return;
+  // Apart from the workers' queue: a worker active now would take them and
+  // stay active, one thread more on the cores than the neighbours leave.
+  held_.push_plain(ops, count);
   // The time first, for a reader of the flag.
   if (!unattended_.load(std::memory_order_relaxed)) {
     unattended_since_.store(SpinClock::now().time_since_epoch().count(), std::memory_order_relaxed);
@@ -82,11 +79,24 @@ void CpuExecutor::submit_unattended(OpBlock* const* ops, std::size_t count) {
 bool CpuExecutor::clear_unattended() {
   // The exchange read the flag stored after the ops' push: they are visible.
   return unattended_.load(std::memory_order_seq_cst) && unattended_.exchange(false, std::memory_order_seq_cst) &&
-         queue_.queued_now();
+         held_.queued_now();
 }
 
 void CpuExecutor::attend() {
-  if (clear_unattended()) start_worker_if_needed(1);
+  if (clear_unattended()) hand_held_to_workers();
+}
+
+void CpuExecutor::hand_held_to_workers() {
+  OpBlock* batch[kMaxBatch];
+  bool more = false;
+  bool moved = false;
+  while (std::size_t count = held_.pop(batch, kMaxBatch, more)) {
+    queue_.push_plain(batch, count);
+    moved = true;
+  }
+  // One worker, whatever the backlog: beside busy neighbours one more
+  // thread is what the cores have room for.
+  if (moved) start_worker_if_needed(1);
 }
 
 void CpuExecutor::start_worker_if_needed(std::size_t backlog) {
@@ -243,8 +253,13 @@ bool CpuExecutor::help() {
   OpBlock* batch[kMaxBatch];
   bool ran = false;
   bool more = false;
+  // What this thread's pushes held first, then what the workers left.
+  const auto pop = [&] {
+    const std::size_t held = held_.pop(batch, kMaxBatch, more);
+    return held != 0 ? held : queue_.pop(batch, kMaxBatch, more);
+  };
   for (;;) {
-    while (std::size_t count = queue_.pop(batch, kMaxBatch, more)) {
+    while (std::size_t count = pop()) {
       const auto start = SpinClock::now();
       const std::size_t ops = run_batch(batch, count, /*slot=*/-1);
       ran = true;
@@ -254,7 +269,7 @@ bool CpuExecutor::help() {
       unattended_since_.store(end.time_since_epoch().count(), std::memory_order_relaxed);
       // Ops that take this long each are better run by a worker too than
       // by this thread alone: a wake-up costs far less.
-      if (end - start >= ops * kLongOp && queue_.queued_now()) start_worker_if_needed(1);
+      if (end - start >= ops * kLongOp && held_.queued_now()) hand_held_to_workers();
     }
     // What was queued unattended has run, unless more came meanwhile.
     if (!clear_unattended()) return ran;

@@ -57,6 +57,9 @@ class CpuExecutor final : public CpuWorkers {
   static constexpr std::size_t kMaxBatch = tuning::kWorkerBatch;
 
   void start_worker_if_needed(std::size_t backlog);
+  /// Moves the ops queued unattended to the workers' queue and starts a
+  /// worker for them.
+  void hand_held_to_workers();
   /// Clears the mark of ops queued unattended; whether it was set and ops
   /// are still queued.
   bool clear_unattended();
@@ -93,6 +96,9 @@ class CpuExecutor final : public CpuWorkers {
   oneapi::tbb::task_arena arena_;
 #endif
   ReadyQueue queue_;
+  // The ops queued unattended (submit_unattended): a helper's, until
+  // attend() hands them to the workers.
+  ReadyQueue held_{1};
   WorkerPlacement placement_;
   WorkerMailboxes mailboxes_;
   ParkedWorkers parked_;
