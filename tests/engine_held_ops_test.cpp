@@ -17,7 +17,6 @@
 
 #include <depengine/engine.h>
 
-#include "devices/cpu/cpu_executor.h"
 #include "engine/held_ops.h"
 #include "sync/tuning.h"
 #include "tests/support/pinned_neighbours.h"
@@ -265,52 +264,6 @@ TEST(HeldOps, ABurstDoesNotWaitForAnOpThatWaitsForItsFrontend) {
     EXPECT_TRUE(saw_go.load()) << workers << " workers: the frontend waited for the op that waited for it";
     EXPECT_EQ(ran.load(), kOps);
   }
-}
-
-// ---------------------------------------------------------------- how many workers beside neighbours
-
-TEST(HeldOpsPolicy, ActiveWorkersKeepToTheCoresTheNeighboursLeave) {
-  using detail::CpuExecutor;
-  EXPECT_EQ(CpuExecutor::active_limit(2, 2, 0), 2);  // no neighbours: every worker
-  EXPECT_EQ(CpuExecutor::active_limit(2, 2, 1), 1);
-  EXPECT_EQ(CpuExecutor::active_limit(2, 2, 2), 1);  // always one, for progress
-  EXPECT_EQ(CpuExecutor::active_limit(16, 16, 1), 15);
-  EXPECT_EQ(CpuExecutor::active_limit(4, 16, 3), 4);  // no more than the engine has
-  EXPECT_EQ(CpuExecutor::active_limit(8, 16, 10), 6);
-}
-
-// Beside a neighbour that keeps a core busy, no more workers run ops at
-// once than the cores it leaves: more would take turns with it and with
-// the frontend. Ops long enough that wait_all's thread hands them to a
-// worker, counted while they run on threads other than the caller.
-TEST(HeldOps, BesideABusyNeighbourNoMoreWorkersRunThanTheCoresItLeaves) {
-  const PinnedNeighbours busy(true);  // one core
-  const int limit = detail::CpuExecutor::active_limit(cores(), cores(), 1);
-  Engine engine(threaded(cores()));
-  const std::thread::id caller = std::this_thread::get_id();
-  std::atomic<int> running{0}, most{0};
-  constexpr int kOps = 64;
-  std::vector<Var> vars;
-  for (int i = 0; i < kOps; ++i) vars.push_back(engine.new_var());
-  for (int round = 0; round < 3; ++round) {
-    for (int i = 0; i < kOps; ++i) {
-      engine.push([&](RunContext&) {
-        const bool worker = std::this_thread::get_id() != caller;
-        if (worker) {
-          const int now = ++running;
-          for (int seen = most.load(); now > seen && !most.compare_exchange_weak(seen, now);) {
-          }
-        }
-        const auto until = std::chrono::steady_clock::now() + microseconds(300);
-        while (std::chrono::steady_clock::now() < until) {
-        }
-        if (worker) --running;
-      }, {}, {vars[static_cast<std::size_t>(i)]});
-    }
-    engine.wait_all();
-  }
-  EXPECT_GE(most.load(), 1) << "a worker ran some of the long ops";
-  EXPECT_LE(most.load(), limit);
 }
 
 }  // namespace

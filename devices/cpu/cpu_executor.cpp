@@ -5,7 +5,6 @@
 #include <thread>
 
 #include "sync/engine_thread_clock.h"
-#include "sync/machine_load.h"
 #include "sync/short_slice.h"
 #include "sync/spin_wait.h"
 #include "sync/tuning.h"
@@ -32,7 +31,6 @@ std::unique_ptr<CpuWorkers> make_cpu_workers(EngineCore& engine, int threads) {
 CpuExecutor::CpuExecutor(EngineCore& engine, int threads)
     : CpuWorkers(threads, static_cast<unsigned>(threads) < std::thread::hardware_concurrency()),
       engine_(engine),
-      cores_(static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))),
       // oneTBB caps its pool at the core count; an engine asked for more
       // threads (tests oversubscribe on purpose) raises the cap.
       parallelism_(static_cast<unsigned>(threads) + 1 > std::thread::hardware_concurrency()
@@ -101,27 +99,17 @@ void CpuExecutor::hand_held_to_workers() {
   if (moved) start_worker_if_needed(1);
 }
 
-int CpuExecutor::active_limit(int threads, int cores, int neighbour_cores) {
-  if (neighbour_cores <= 0) return threads;
-  return std::clamp(cores - neighbour_cores, 1, threads);
-}
-
-int CpuExecutor::active_limit() const {
-  return active_limit(threads_, cores_, MachineLoad::process().neighbour_cores());
-}
-
 void CpuExecutor::start_worker_if_needed(std::size_t backlog) {
   // No fence needed before reading active_: the queue's push ends with the
   // light half of an AsymmetricFence, which orders the op's publication
   // before this load (a retiring worker does the mirror image: active_ first,
   // then the heavy half, then the queue).
   int active = active_.load(std::memory_order_seq_cst);
-  const int limit = active_limit();
   // One active worker guarantees progress (a retiring worker looks at the
   // queue once more). More are started only when the queued ops outnumber
   // the workers idly looking for work: workers busy running ops take none,
   // and on a small machine surplus spinners would steal the frontend's core.
-  while (active < limit &&
+  while (active < threads_ &&
          (active == 0 || backlog > static_cast<std::size_t>(spinning_.load(std::memory_order_seq_cst)))) {
     if (active_.compare_exchange_weak(active, active + 1, std::memory_order_seq_cst)) {
       starts_.started(SpinClock::now());
@@ -208,9 +196,8 @@ void CpuExecutor::worker_loop() {
         break;
       }
       int active = active_.load(std::memory_order_seq_cst);
-      const int limit = active_limit();
       bool rejoined = false;
-      while (active < limit && !rejoined) {
+      while (active < threads_ && !rejoined) {
         rejoined = active_.compare_exchange_weak(active, active + 1, std::memory_order_seq_cst);
       }
       if (!rejoined) break;

@@ -53,16 +53,9 @@ class CpuExecutor final : public CpuWorkers {
   bool worker_on_this_cpu() const override { return placement_.occupied(WorkerPlacement::current_cpu()); }
   bool step_off_workers(bool rate_limited) override { return placement_.step_off(rate_limited); }
 
-  /// How many of `threads` workers may be active at once on `cores` cores,
-  /// `neighbour_cores` of which other threads keep busy (MachineLoad): the
-  /// cores they leave, at least one; all of them without neighbours.
-  static int active_limit(int threads, int cores, int neighbour_cores);
-
  private:
   static constexpr std::size_t kMaxBatch = tuning::kWorkerBatch;
 
-  /// active_limit() for this executor and the process's last verdict.
-  int active_limit() const;
   void start_worker_if_needed(std::size_t backlog);
   /// Moves the ops queued unattended to the workers' queue and starts a
   /// worker for them.
@@ -96,7 +89,6 @@ class CpuExecutor final : public CpuWorkers {
   void make_way_for_started_worker(bool arriving);
 
   EngineCore& engine_;
-  const int cores_;
   std::unique_ptr<oneapi::tbb::global_control> parallelism_;
 #if DEPENGINE_TSAN
   TsanArena arena_;
