@@ -253,9 +253,12 @@ bool CpuExecutor::help() {
   OpBlock* batch[kMaxBatch];
   bool ran = false;
   bool more = false;
-  // What this thread's pushes held first, then what the workers left.
+  // What this thread's pushes held first, one at a time: the others stay
+  // where attend() finds them, should this one wait for one of them (two
+  // ops that wait for each other must not both be this thread's). Then
+  // what the workers left.
   const auto pop = [&] {
-    const std::size_t held = held_.pop(batch, kMaxBatch, more);
+    const std::size_t held = held_.pop(batch, 1, more);
     return held != 0 ? held : queue_.pop(batch, kMaxBatch, more);
   };
   for (;;) {
