@@ -201,14 +201,15 @@ class ThreadedEngine final : public EngineCore {
       detail::EngineThreadClock::enlist();  // a frontend's CPU time is the engine's (MachineLoad)
       if (!in_operation()) {
         apply_back_pressure();
-        if (detail::MachineLoad::process().last_verdict() && !cpu_->on_worker_thread()) hand_over_held_burst();
-        // The scheduler may have put this thread on an active worker's CPU
-        // while another CPU is free of them (WorkerPlacement). Not at every
-        // check: beside a worker on every CPU each look finds none free, at
-        // the cost of a system call.
-        if (count_down(t_checks_to_step_off, detail::tuning::kBackPressureChecksPerStepOff) &&
-            !cpu_->on_worker_thread()) {
-          cpu_->step_off_workers(/*rate_limited=*/true);
+        if (!cpu_->on_worker_thread()) {
+          if (detail::MachineLoad::process().last_verdict()) hand_over_held_burst();
+          // The scheduler may have put this thread on an active worker's CPU
+          // while another CPU is free of them (WorkerPlacement). Not at every
+          // check: beside a worker on every CPU each look finds none free, at
+          // the cost of a system call.
+          if (count_down(t_checks_to_step_off, detail::tuning::kBackPressureChecksPerStepOff)) {
+            cpu_->step_off_workers(/*rate_limited=*/true);
+          }
         }
       }
     }
@@ -238,12 +239,8 @@ class ThreadedEngine final : public EngineCore {
     if (in_flight() <= kBurst) return;
     if (PushBuffer* own = buffers_.mine_if_cached()) flush(*own);
     cpu_->attend();
-    detail::SpinWait spin(detail::tuning::kHeldOpsMaxWait, detail::SpinWait::kYieldEachRound);
-    detail::ProgressWatch workers(counter_.completed(), detail::SpinClock::now(), detail::tuning::kHeldBurstStall);
-    const auto completed = [this] { return counter_.completed(); };
-    while (spin.round() && workers.moving(completed, spin.round_end())) {
-      if (in_flight() <= kBurst / 4) return;
-    }
+    spin_until_in_flight_at_most(kBurst / 4, detail::tuning::kHeldOpsMaxWait, detail::SpinWait::kYieldEachRound,
+                                 detail::tuning::kHeldBurstStall);
   }
 
   // A core of its own: fewer workers than cores, and neither neighbours nor
@@ -748,16 +745,12 @@ class ThreadedEngine final : public EngineCore {
   // workers complete ops, as WaitSignal::wait_while_progressing does.
   void wait_until_in_flight_at_most(std::int64_t limit, std::atomic<int>& waiter_count,
                                     std::chrono::nanoseconds spin_budget, bool on_progress = false) {
-    {
-      detail::SpinWait spin(on_progress ? detail::tuning::kProgressSpin : spin_budget,
-                            cpu_->has_spare_core() ? detail::SpinWait::kNeverYield : detail::SpinWait::kYieldEachRound);
-      // Without `on_progress`, a window as long as the budget never ends the spin first.
-      detail::ProgressWatch workers(counter_.completed(), detail::SpinClock::now(),
-                                    on_progress ? detail::tuning::kProgressWindow : spin_budget);
-      const auto completed = [this] { return counter_.completed(); };
-      while (spin.round() && workers.moving(completed, spin.round_end())) {
-        if (in_flight() <= limit) return;
-      }
+    // Without `on_progress`, a window as long as the budget never ends the spin first.
+    if (spin_until_in_flight_at_most(
+            limit, on_progress ? detail::tuning::kProgressSpin : spin_budget,
+            cpu_->has_spare_core() ? detail::SpinWait::kNeverYield : detail::SpinWait::kYieldEachRound,
+            on_progress ? std::chrono::nanoseconds(detail::tuning::kProgressWindow) : spin_budget)) {
+      return;
     }
     waiter_count.fetch_add(1, std::memory_order_seq_cst);
     bool slept = false;
@@ -769,6 +762,20 @@ class ThreadedEngine final : public EngineCore {
     }
     waiter_count.fetch_sub(1, std::memory_order_relaxed);
     if (slept) after_blocking_sleep();
+  }
+
+  // Spins (SpinWait, yielding every `yield_every` rounds) until at most
+  // `limit` ops are in flight: true; false once `budget` is spent or the
+  // workers complete nothing for `window`.
+  bool spin_until_in_flight_at_most(std::int64_t limit, std::chrono::nanoseconds budget, unsigned yield_every,
+                                    std::chrono::nanoseconds window) {
+    detail::SpinWait spin(budget, yield_every);
+    detail::ProgressWatch workers(counter_.completed(), detail::SpinClock::now(), window);
+    const auto completed = [this] { return counter_.completed(); };
+    while (spin.round() && workers.moving(completed, spin.round_end())) {
+      if (in_flight() <= limit) return true;
+    }
+    return false;
   }
 
   // Woken by a worker, a frontend is often placed on that worker's CPU
