@@ -84,7 +84,11 @@ TEST(ParkedWorkers, EverySuccessfulUnparkWakesExactlyOneWorkerUnderRaces) {
     });
   }
   int unparked = 0;
-  for (int i = 0; i < 20000; ++i) {
+  // At least 20,000 tries, and on until one found a parked worker: the
+  // threads may not have parked yet when the tries begin (slow to start
+  // under a sanitizer on a loaded machine).
+  const auto give_up = std::chrono::steady_clock::now() + 20s;
+  for (int i = 0; i < 20000 || (unparked == 0 && std::chrono::steady_clock::now() < give_up); ++i) {
     if (parked.unpark()) ++unparked;
     if (i % 64 == 0) std::this_thread::yield();
   }
