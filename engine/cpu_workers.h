@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 #include "depengine/executor.h"
@@ -72,6 +73,14 @@ class CpuWorkers : public Executor {
   /// for computation. With a worker on every core, a helper only
   /// oversubscribes them: the caller decides (has_spare_core).
   virtual bool help() = 0;
+  /// Beside busy neighbours no more workers are active than the cores they
+  /// leave; a start refused for that calls EngineCore::on_cpu_capped. Then
+  /// the engine's timer calls this now and then with the engine's count of
+  /// completed ops: when ops are queued and nothing completed for
+  /// tuning::kCapStall, the active workers may be waiting for those ops (or
+  /// run long ones), and one more worker is allowed and started. Returns
+  /// whether the cap still holds (false once the last worker retired).
+  virtual bool watch_cap(std::uint64_t completed) = 0;
 
  protected:
   CpuWorkers(int threads, bool spare_core) : threads_(threads), spare_core_(spare_core) {}

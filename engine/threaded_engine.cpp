@@ -182,6 +182,8 @@ class ThreadedEngine final : public EngineCore {
 
   void on_cpu_idle() override { wake_waiters(); }
 
+  void on_cpu_capped() override { flush_timer_.arm(); }
+
   bool on_cpu_retiring() override { return registered_while_idle(flush_all()); }
 
   // A worker with nothing to run takes the registration of sealed batches
@@ -536,6 +538,7 @@ class ThreadedEngine final : public EngineCore {
       tick.pending = tick.pending || holds_ops;
     });
     attend_if_stale(tick);
+    if (cpu_->watch_cap(counter_.completed())) tick.pending = true;
     return tick;
   }
 

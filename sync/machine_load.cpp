@@ -1,6 +1,7 @@
 #include "sync/machine_load.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <thread>
 
@@ -66,7 +67,10 @@ void MachineLoad::update(SpinClock::time_point now) {
 void MachineLoad::judge(const CpuTimeSample& a, const CpuTimeSample& b) {
   // The time before the verdict: a reader that sees the verdict sees its time.
   judged_at_.store(b.when.time_since_epoch().count(), std::memory_order_relaxed);
-  neighbours_busy_.store(others_busy_cores(a, b) >= kBusyCores, std::memory_order_release);
+  const double others = others_busy_cores(a, b);
+  const bool busy = others >= kBusyCores;
+  neighbour_cores_.store(busy ? std::max(1, static_cast<int>(std::lround(others))) : 0, std::memory_order_relaxed);
+  neighbours_busy_.store(busy, std::memory_order_release);
 }
 
 bool MachineLoad::neighbours_busy(SpinClock::time_point now) const {
@@ -84,6 +88,7 @@ void MachineLoad::pin(bool busy) {
   while (sampling_.exchange(true, std::memory_order_acquire)) std::this_thread::yield();
   pinned_.store(true, std::memory_order_relaxed);
   judged_at_.store(SpinClock::duration::max().count(), std::memory_order_relaxed);  // never too old
+  neighbour_cores_.store(busy ? 1 : 0, std::memory_order_relaxed);
   neighbours_busy_.store(busy, std::memory_order_release);
   sampling_.store(false, std::memory_order_release);
 }

@@ -65,6 +65,9 @@ class MachineLoad {
   /// push (a read costs a good part of one). For callers whose engine
   /// updates the verdict while it works (its flush timer does).
   bool last_verdict() const { return neighbours_busy_.load(std::memory_order_relaxed); }
+  /// How many cores those threads kept busy in that window, rounded, at
+  /// least 1 while last_verdict() holds; 0 otherwise.
+  int neighbour_cores() const { return last_verdict() ? neighbour_cores_.load(std::memory_order_relaxed) : 0; }
 
   /// The cores threads other than the engine's kept busy on average from `a` to `b`.
   static double others_busy_cores(const CpuTimeSample& a, const CpuTimeSample& b);
@@ -73,8 +76,9 @@ class MachineLoad {
 
   static MachineLoad& process();
 
-  /// For tests of the policies that follow the verdict: it stays `busy`,
-  /// whatever the samples say, until unpin().
+  /// For tests of the policies that follow the verdict: it stays `busy`
+  /// (neighbours keeping one core busy), whatever the samples say, until
+  /// unpin().
   void pin(bool busy);
   void unpin();
 
@@ -82,6 +86,7 @@ class MachineLoad {
   std::atomic<bool> pinned_{false};
   std::atomic<bool> sampling_{false};
   std::atomic<bool> neighbours_busy_{false};  // the last verdict
+  std::atomic<int> neighbour_cores_{0};       // written before the verdict
   std::atomic<std::int64_t> judged_at_{0};  // SpinClock ticks: the end of the window judged
   CpuTimeSample last_{};  // written only by the thread holding sampling_
   bool have_last_ = false;

@@ -48,6 +48,13 @@ inline constexpr std::int64_t kHeldBurst = 512;
 /// ...unless the workers complete nothing for this long (a woken worker took
 /// up to 90 µs to run on the 2-core VM; an op may wait for the frontend).
 inline constexpr auto kHeldBurstStall = std::chrono::microseconds(300);
+/// Beside busy neighbours, as many workers are active as the cores they
+/// leave (devices/cpu/cpu_executor.h), plus one more each time ops wait past
+/// that cap while the active ones complete nothing for this long: they may
+/// wait for those ops, or run long ones. Well above the time slices a busy
+/// neighbour takes from a worker (3 ms), so that a descheduled worker is
+/// no reason for another.
+inline constexpr auto kCapStall = std::chrono::milliseconds(5);
 
 // ---------------------------------------------------------------- waiting for batch slots (engine/threaded_engine.cpp)
 

@@ -17,6 +17,7 @@
 
 #include <depengine/engine.h>
 
+#include "devices/cpu/cpu_executor.h"
 #include "engine/held_ops.h"
 #include "sync/tuning.h"
 #include "tests/support/pinned_neighbours.h"
@@ -263,6 +264,91 @@ TEST(HeldOps, ABurstDoesNotWaitForAnOpThatWaitsForItsFrontend) {
     engine.wait_all();
     EXPECT_TRUE(saw_go.load()) << workers << " workers: the frontend waited for the op that waited for it";
     EXPECT_EQ(ran.load(), kOps);
+  }
+}
+
+// ---------------------------------------------------------------- how many workers beside neighbours
+
+TEST(HeldOpsPolicy, ActiveWorkersKeepToTheCoresTheNeighboursLeave) {
+  using detail::CpuExecutor;
+  EXPECT_EQ(CpuExecutor::active_limit(2, 2, 0), 2);  // no neighbours: every worker
+  EXPECT_EQ(CpuExecutor::active_limit(2, 2, 1), 1);
+  EXPECT_EQ(CpuExecutor::active_limit(2, 2, 2), 1);  // always one, for progress
+  EXPECT_EQ(CpuExecutor::active_limit(16, 16, 1), 15);
+  EXPECT_EQ(CpuExecutor::active_limit(4, 16, 3), 4);  // no more than the engine has
+  EXPECT_EQ(CpuExecutor::active_limit(8, 16, 10), 6);
+}
+
+// Beside a neighbour that keeps a core busy, no more workers run ops at
+// once than the cores it leaves: more would take turns with it and with
+// the frontend. Ops long enough that wait_all's thread hands them to a
+// worker, counted while they run on threads other than the caller. A
+// worker the machine deschedules for tuning::kCapStall lets one more past
+// the cap (as for ops that wait for each other, below), so the test asks
+// it of most rounds, not all.
+TEST(HeldOps, BesideABusyNeighbourNoMoreWorkersRunThanTheCoresItLeaves) {
+  const PinnedNeighbours busy(true);  // one core
+  const int limit = detail::CpuExecutor::active_limit(cores(), cores(), 1);
+  Engine engine(threaded(cores()));
+  const std::thread::id caller = std::this_thread::get_id();
+  constexpr int kOps = 64, kRounds = 6;
+  std::vector<Var> vars;
+  for (int i = 0; i < kOps; ++i) vars.push_back(engine.new_var());
+  int within = 0, on_workers = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    std::atomic<int> running{0}, most{0};
+    for (int i = 0; i < kOps; ++i) {
+      engine.push([&](RunContext&) {
+        const bool worker = std::this_thread::get_id() != caller;
+        if (worker) {
+          const int now = ++running;
+          for (int seen = most.load(); now > seen && !most.compare_exchange_weak(seen, now);) {
+          }
+        }
+        const auto until = std::chrono::steady_clock::now() + microseconds(300);
+        while (std::chrono::steady_clock::now() < until) {
+        }
+        if (worker) --running;
+      }, {}, {vars[static_cast<std::size_t>(i)]});
+    }
+    engine.wait_all();
+    if (most.load() >= 1) ++on_workers;
+    if (most.load() <= limit) ++within;
+  }
+  EXPECT_GE(on_workers, 1) << "a worker ran some of the long ops";
+  EXPECT_GE(within, kRounds / 2 + 1) << "rounds with at most " << limit << " workers at once";
+}
+
+// Ops that wait for each other, more than the cap lets run at once: the
+// active workers complete nothing, and after tuning::kCapStall one more is
+// let past the cap, until all of them run. The frontend waits without a
+// blocking call (which would run the queued ones itself).
+TEST(HeldOps, OpsThatWaitForEachOtherGetPastTheCap) {
+  const PinnedNeighbours busy(true);  // one core: a cap of cores() - 1
+  const int parties = cores();
+  Engine engine(threaded(parties));
+  for (int round = 0; round < 3; ++round) {
+    std::atomic<int> arrived{0};
+    std::atomic<bool> met{true};
+    for (int i = 0; i < parties; ++i) {
+      engine.push([&](RunContext&) {
+        arrived.fetch_add(1);
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while (arrived.load() < parties) {
+          if (std::chrono::steady_clock::now() > deadline) {
+            met = false;
+            return;
+          }
+          std::this_thread::yield();
+        }
+      }, {}, {engine.new_var()});
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (arrived.load() < parties && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(microseconds(200));
+    }
+    engine.wait_all();
+    ASSERT_TRUE(met.load()) << "round " << round << ": " << parties << " ops that wait for each other";
   }
 }
 

@@ -60,6 +60,18 @@ TEST(MachineLoad, AVerdictHoldsForItsLifeOnly) {
 }
 
 
+TEST(MachineLoad, TheVerdictCountsTheCoresTheNeighboursKeepBusy) {
+  MachineLoad load;
+  load.judge(at(10, 100, 50), at(11, 101.8, 50.8));  // 1 core
+  EXPECT_EQ(load.neighbour_cores(), 1);
+  load.judge(at(11, 101.8, 50.8), at(12, 104.4, 51.8));  // 1.6 cores
+  EXPECT_EQ(load.neighbour_cores(), 2);
+  load.judge(at(12, 104.4, 51.8), at(13, 105.0, 52.0));  // 0.4: not busy
+  EXPECT_EQ(load.neighbour_cores(), 0);
+  load.judge(at(13, 105.0, 52.0), at(14, 105.6, 52.0));  // 0.6: busy, at least one
+  EXPECT_EQ(load.neighbour_cores(), 1);
+}
+
 TEST(MachineLoad, ASampleCountsTheMachinesWorkAndTheEngineThreadsApart) {
   const auto first = MachineLoad::sample(SpinClock::now());
 #if defined(__linux__)

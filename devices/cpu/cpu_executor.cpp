@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "sync/engine_thread_clock.h"
+#include "sync/machine_load.h"
 #include "sync/short_slice.h"
 #include "sync/spin_wait.h"
 #include "sync/tuning.h"
@@ -18,6 +19,7 @@ constexpr unsigned kRoundsPerYield = tuning::kWorkerRoundsPerYield;
 constexpr auto kLongOp = tuning::kLongOp;
 constexpr auto kPark = tuning::kWorkerPark;
 constexpr unsigned kOpsPerPlacementCheck = tuning::kWorkerOpsPerPlacementCheck;
+constexpr auto kCapStall = tuning::kCapStall;
 
 // Ops a worker runs before it next looks at its CPU (WorkerPlacement::recheck).
 thread_local unsigned t_ops_to_placement_check = kOpsPerPlacementCheck;
@@ -31,6 +33,7 @@ std::unique_ptr<CpuWorkers> make_cpu_workers(EngineCore& engine, int threads) {
 CpuExecutor::CpuExecutor(EngineCore& engine, int threads)
     : CpuWorkers(threads, static_cast<unsigned>(threads) < std::thread::hardware_concurrency()),
       engine_(engine),
+      cores_(static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))),
       // oneTBB caps its pool at the core count; an engine asked for more
       // threads (tests oversubscribe on purpose) raises the cap.
       parallelism_(static_cast<unsigned>(threads) + 1 > std::thread::hardware_concurrency()
@@ -99,6 +102,56 @@ void CpuExecutor::hand_held_to_workers() {
   if (moved) start_worker_if_needed(1);
 }
 
+int CpuExecutor::active_limit(int threads, int cores, int neighbour_cores) {
+  if (neighbour_cores <= 0) return threads;
+  return std::clamp(cores - neighbour_cores, 1, threads);
+}
+
+int CpuExecutor::active_limit() const {
+  const MachineLoad& load = MachineLoad::process();
+  const int neighbours = load.neighbours_busy() ? load.neighbour_cores() : 0;
+  return std::min(threads_, active_limit(threads_, cores_, neighbours) + escapes_.load(std::memory_order_relaxed));
+}
+
+void CpuExecutor::note_capped() {
+  // Seq_cst, for the last retiring worker's clear (worker_loop).
+  if (!capped_.load(std::memory_order_seq_cst) && !capped_.exchange(true, std::memory_order_seq_cst)) {
+    engine_.on_cpu_capped();
+  }
+}
+
+bool CpuExecutor::watch_cap(std::uint64_t completed) {
+  // A submit refused while the last worker retired may mark the cap after
+  // that worker lifted it: with no worker active nothing waits past it.
+  if (capped_.load(std::memory_order_seq_cst) && active_.load(std::memory_order_seq_cst) == 0 &&
+      !queue_.queued_now()) {
+    lift_cap();
+  }
+  if (!capped_.load(std::memory_order_seq_cst)) {
+    watching_cap_ = false;
+    return false;
+  }
+  const auto now = SpinClock::now();
+  if (!watching_cap_ || completed != cap_completed_) {
+    watching_cap_ = true;
+    cap_completed_ = completed;
+    cap_progress_at_ = now;
+  } else if (now - cap_progress_at_ >= kCapStall && queue_.queued_now() &&
+             escapes_.load(std::memory_order_relaxed) < threads_) {
+    escapes_.fetch_add(1, std::memory_order_relaxed);
+    cap_progress_at_ = now;  // one more per stall
+    start_worker_if_needed(1);
+  }
+  return true;
+}
+
+void CpuExecutor::lift_cap() {
+  if (capped_.load(std::memory_order_relaxed)) {
+    escapes_.store(0, std::memory_order_relaxed);
+    capped_.store(false, std::memory_order_seq_cst);
+  }
+}
+
 void CpuExecutor::start_worker_if_needed(std::size_t backlog) {
   // No fence needed before reading active_: the queue's push ends with the
   // light half of an AsymmetricFence, which orders the op's publication
@@ -111,6 +164,10 @@ void CpuExecutor::start_worker_if_needed(std::size_t backlog) {
   // and on a small machine surplus spinners would steal the frontend's core.
   while (active < threads_ &&
          (active == 0 || backlog > static_cast<std::size_t>(spinning_.load(std::memory_order_seq_cst)))) {
+    if (active >= active_limit()) {
+      note_capped();
+      return;
+    }
     if (active_.compare_exchange_weak(active, active + 1, std::memory_order_seq_cst)) {
       starts_.started(SpinClock::now());
       if (parked_.unpark()) return;  // its task runs on, counted already
@@ -191,16 +248,23 @@ void CpuExecutor::worker_loop() {
       }
       const bool queued = exact ? queue_.queued_after_retiring() : queue_.queued_now();
       if (!queued && !released) {
+        // Nothing waits past the cap: the exact look sees an op whose submit
+        // found this worker active.
+        if (last) lift_cap();
         beside_busy = beside_busy_threads();
         if (beside_busy && park(placed)) continue;
         break;
       }
       int active = active_.load(std::memory_order_seq_cst);
       bool rejoined = false;
-      while (active < threads_ && !rejoined) {
+      while (active < threads_ && active < active_limit() && !rejoined) {
         rejoined = active_.compare_exchange_weak(active, active + 1, std::memory_order_seq_cst);
       }
-      if (!rejoined) break;
+      if (!rejoined) {
+        // The active ones run what is queued, unless they are stuck.
+        if (active < threads_) note_capped();
+        break;
+      }
       continue;
     }
     // A submit may have counted on us as a spinner while we took other work:

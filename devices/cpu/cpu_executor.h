@@ -53,9 +53,24 @@ class CpuExecutor final : public CpuWorkers {
   bool worker_on_this_cpu() const override { return placement_.occupied(WorkerPlacement::current_cpu()); }
   bool step_off_workers(bool rate_limited) override { return placement_.step_off(rate_limited); }
 
+  /// How many of `threads` workers may be active at once on `cores` cores,
+  /// `neighbour_cores` of which other threads keep busy (MachineLoad): the
+  /// cores they leave, at least one; all of them without neighbours.
+  static int active_limit(int threads, int cores, int neighbour_cores);
+
  private:
   static constexpr std::size_t kMaxBatch = tuning::kWorkerBatch;
 
+  bool watch_cap(std::uint64_t completed) override;
+
+  /// active_limit() for this executor and the neighbours now, raised by
+  /// the escapes watch_cap allowed.
+  int active_limit() const;
+  /// A start was refused by the cap: the engine's timer watches from now
+  /// on (watch_cap).
+  void note_capped();
+  /// Nothing waits past the cap any longer: the escapes end with it.
+  void lift_cap();
   void start_worker_if_needed(std::size_t backlog);
   /// Moves the ops queued unattended to the workers' queue and starts a
   /// worker for them.
@@ -89,6 +104,7 @@ class CpuExecutor final : public CpuWorkers {
   void make_way_for_started_worker(bool arriving);
 
   EngineCore& engine_;
+  const int cores_;
   std::unique_ptr<oneapi::tbb::global_control> parallelism_;
 #if DEPENGINE_TSAN
   TsanArena arena_;
@@ -112,6 +128,14 @@ class CpuExecutor final : public CpuWorkers {
   // spinning ones: the next that stops spinning to run ops makes it.
   alignas(64) std::atomic<bool> look_left_{false};
   std::atomic<int> running_tasks_{0};         // worker tasks not yet returned
+  // Set when a start was refused by the cap, until the last worker retires
+  // with nothing queued; escapes_ raises the cap meanwhile (watch_cap).
+  alignas(64) std::atomic<bool> capped_{false};
+  std::atomic<int> escapes_{0};
+  // The engine's timer thread's alone (watch_cap).
+  bool watching_cap_ = false;
+  std::uint64_t cap_completed_ = 0;
+  SpinClock::time_point cap_progress_at_{};  // when cap_completed_ last moved
 };
 
 }  // namespace depengine::detail
