@@ -76,10 +76,11 @@ class CpuWorkers : public Executor {
   /// Beside busy neighbours no more workers are active than the cores they
   /// leave; a start refused for that calls EngineCore::on_cpu_capped. Then
   /// the engine's timer calls this now and then with the engine's count of
-  /// completed ops: when ops are queued and nothing completed for
-  /// tuning::kCapStall, the active workers may be waiting for those ops (or
-  /// run long ones), and one more worker is allowed and started. Returns
-  /// whether the cap still holds (false once the last worker retired).
+  /// completed ops: when ops are queued and, over a tuning::kCapWindow, the
+  /// active workers completed none (they may wait for those ops) or only
+  /// long ones (tuning::kLongOp or more each: a hand-off costs a fraction of
+  /// one), one more worker is allowed and started. Returns whether the cap
+  /// still holds (false once the last worker retired).
   virtual bool watch_cap(std::uint64_t completed) = 0;
 
  protected:

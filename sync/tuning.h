@@ -50,11 +50,12 @@ inline constexpr std::int64_t kHeldBurst = 512;
 inline constexpr auto kHeldBurstStall = std::chrono::microseconds(300);
 /// Beside busy neighbours, as many workers are active as the cores they
 /// leave (devices/cpu/cpu_executor.h), plus one more each time ops wait past
-/// that cap while the active ones complete nothing for this long: they may
-/// wait for those ops, or run long ones. Well above the time slices a busy
-/// neighbour takes from a worker (3 ms), so that a descheduled worker is
-/// no reason for another.
-inline constexpr auto kCapStall = std::chrono::milliseconds(5);
+/// that cap while the active ones completed ops of kLongOp or more on
+/// average, or none, over a window this long: a hand-off costs a fraction
+/// of such ops, and ops may wait for each other. Well above the time slices
+/// a busy neighbour takes from a worker (3 ms), which slow the count of
+/// short ops by half at most.
+inline constexpr auto kCapWindow = std::chrono::milliseconds(5);
 
 // ---------------------------------------------------------------- waiting for batch slots (engine/threaded_engine.cpp)
 

@@ -281,17 +281,17 @@ TEST(HeldOpsPolicy, ActiveWorkersKeepToTheCoresTheNeighboursLeave) {
 
 // Beside a neighbour that keeps a core busy, no more workers run ops at
 // once than the cores it leaves: more would take turns with it and with
-// the frontend. Ops long enough that wait_all's thread hands them to a
-// worker, counted while they run on threads other than the caller. A
-// worker the machine deschedules for tuning::kCapStall lets one more past
-// the cap (as for ops that wait for each other, below), so the test asks
-// it of most rounds, not all.
+// the frontend. Short ops (a few µs: the cap holds for those), enough of
+// them that the frontend hands a burst to a worker, counted while they run
+// on threads other than the caller. A worker the machine deschedules for a
+// whole tuning::kCapWindow lets one more past the cap (as for ops that wait
+// for each other, below), so the test asks it of most rounds, not all.
 TEST(HeldOps, BesideABusyNeighbourNoMoreWorkersRunThanTheCoresItLeaves) {
   const PinnedNeighbours busy(true);  // one core
   const int limit = detail::CpuExecutor::active_limit(cores(), cores(), 1);
   Engine engine(threaded(cores()));
   const std::thread::id caller = std::this_thread::get_id();
-  constexpr int kOps = 64, kRounds = 6;
+  constexpr int kOps = 4 * detail::tuning::kHeldBurst, kRounds = 6;
   std::vector<Var> vars;
   for (int i = 0; i < kOps; ++i) vars.push_back(engine.new_var());
   int within = 0, on_workers = 0;
@@ -305,7 +305,7 @@ TEST(HeldOps, BesideABusyNeighbourNoMoreWorkersRunThanTheCoresItLeaves) {
           for (int seen = most.load(); now > seen && !most.compare_exchange_weak(seen, now);) {
           }
         }
-        const auto until = std::chrono::steady_clock::now() + microseconds(300);
+        const auto until = std::chrono::steady_clock::now() + microseconds(4);
         while (std::chrono::steady_clock::now() < until) {
         }
         if (worker) --running;
@@ -315,13 +315,40 @@ TEST(HeldOps, BesideABusyNeighbourNoMoreWorkersRunThanTheCoresItLeaves) {
     if (most.load() >= 1) ++on_workers;
     if (most.load() <= limit) ++within;
   }
-  EXPECT_GE(on_workers, 1) << "a worker ran some of the long ops";
+  EXPECT_GE(on_workers, 1) << "a worker ran some of the ops";
   EXPECT_GE(within, kRounds / 2 + 1) << "rounds with at most " << limit << " workers at once";
 }
 
+// Long ops (over tuning::kLongOp each) beside the same neighbour: a
+// hand-off costs a fraction of one, and after a tuning::kCapWindow of them
+// one more worker is let past the cap, up to every worker.
+TEST(HeldOps, LongOpsGetPastTheCap) {
+  if (cores() < 2) GTEST_SKIP() << "one core: a cap of one worker is every worker";
+  const PinnedNeighbours busy(true);
+  const int limit = detail::CpuExecutor::active_limit(cores(), cores(), 1);
+  Engine engine(threaded(cores()));
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<int> running{0}, most{0};
+  constexpr int kOps = 400;
+  for (int i = 0; i < kOps; ++i) {
+    engine.push([&](RunContext&) {
+      const bool worker = std::this_thread::get_id() != caller;
+      if (worker) {
+        const int now = ++running;
+        for (int seen = most.load(); now > seen && !most.compare_exchange_weak(seen, now);) {
+        }
+      }
+      std::this_thread::sleep_for(microseconds(200));
+      if (worker) --running;
+    }, {}, {engine.new_var()});
+  }
+  engine.wait_all();
+  EXPECT_GT(most.load(), limit) << "workers at once, of " << cores();
+}
+
 // Ops that wait for each other, more than the cap lets run at once: the
-// active workers complete nothing, and after tuning::kCapStall one more is
-// let past the cap, until all of them run. The frontend waits without a
+// active workers complete nothing, and after a tuning::kCapWindow one more
+// is let past the cap, until all of them run. The frontend waits without a
 // blocking call (which would run the queued ones itself).
 TEST(HeldOps, OpsThatWaitForEachOtherGetPastTheCap) {
   const PinnedNeighbours busy(true);  // one core: a cap of cores() - 1

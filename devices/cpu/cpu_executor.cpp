@@ -19,7 +19,7 @@ constexpr unsigned kRoundsPerYield = tuning::kWorkerRoundsPerYield;
 constexpr auto kLongOp = tuning::kLongOp;
 constexpr auto kPark = tuning::kWorkerPark;
 constexpr unsigned kOpsPerPlacementCheck = tuning::kWorkerOpsPerPlacementCheck;
-constexpr auto kCapStall = tuning::kCapStall;
+constexpr auto kCapWindow = tuning::kCapWindow;
 
 // Ops a worker runs before it next looks at its CPU (WorkerPlacement::recheck).
 thread_local unsigned t_ops_to_placement_check = kOpsPerPlacementCheck;
@@ -132,14 +132,23 @@ bool CpuExecutor::watch_cap(std::uint64_t completed) {
     return false;
   }
   const auto now = SpinClock::now();
-  if (!watching_cap_ || completed != cap_completed_) {
+  if (!watching_cap_) {
     watching_cap_ = true;
-    cap_completed_ = completed;
-    cap_progress_at_ = now;
-  } else if (now - cap_progress_at_ >= kCapStall && queue_.queued_now() &&
-             escapes_.load(std::memory_order_relaxed) < threads_) {
+    cap_window_at_ = now;
+    cap_window_completed_ = completed;
+    return true;
+  }
+  const auto window = now - cap_window_at_;
+  if (window < kCapWindow) return true;
+  // Ops of kLongOp or more per active worker, or none completed: a hand-off
+  // costs a fraction of such an op, and the workers may wait for each other.
+  const auto active = std::max(1, active_.load(std::memory_order_relaxed));
+  const bool long_ops = static_cast<double>(completed - cap_window_completed_) * kLongOp.count() <
+                        std::chrono::duration<double, std::micro>(window).count() * active;
+  cap_window_at_ = now;
+  cap_window_completed_ = completed;
+  if (long_ops && queue_.queued_now() && escapes_.load(std::memory_order_relaxed) < threads_) {
     escapes_.fetch_add(1, std::memory_order_relaxed);
-    cap_progress_at_ = now;  // one more per stall
     start_worker_if_needed(1);
   }
   return true;

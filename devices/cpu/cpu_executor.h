@@ -134,8 +134,8 @@ class CpuExecutor final : public CpuWorkers {
   std::atomic<int> escapes_{0};
   // The engine's timer thread's alone (watch_cap).
   bool watching_cap_ = false;
-  std::uint64_t cap_completed_ = 0;
-  SpinClock::time_point cap_progress_at_{};  // when cap_completed_ last moved
+  SpinClock::time_point cap_window_at_{};  // the window watch_cap judges began
+  std::uint64_t cap_window_completed_ = 0;  // the count then
 };
 
 }  // namespace depengine::detail
