@@ -73,15 +73,17 @@ class CpuWorkers : public Executor {
   /// for computation. With a worker on every core, a helper only
   /// oversubscribes them: the caller decides (has_spare_core).
   virtual bool help() = 0;
-  /// Beside busy neighbours no more workers are active than the cores they
-  /// leave; a start refused for that calls EngineCore::on_cpu_capped. Then
-  /// the engine's timer calls this now and then with the engine's count of
-  /// completed ops: when ops are queued and, over a tuning::kCapWindow, the
-  /// active workers completed none (they may wait for those ops) or only
+  /// Queued ops left to the active workers may wait long: those may take
+  /// other work first, run ops that wait for these, or (beside busy
+  /// neighbours, where no more workers are active than the cores they
+  /// leave) be all the cap allows. Then EngineCore::on_cpu_watch is called,
+  /// and the engine's timer calls this now and then with the engine's count
+  /// of completed ops: when ops are queued and, over a
+  /// tuning::kQueueWatchWindow, the active workers completed none or only
   /// long ones (tuning::kLongOp or more each: a hand-off costs a fraction of
-  /// one), one more worker is allowed and started. Returns whether the cap
-  /// still holds (false once the last worker retired).
-  virtual bool watch_cap(std::uint64_t completed) = 0;
+  /// one), one more worker is started, past the cap if need be. Returns
+  /// whether it still watches (false once the last worker retired).
+  virtual bool watch_queue(std::uint64_t completed) = 0;
 
  protected:
   CpuWorkers(int threads, bool spare_core) : threads_(threads), spare_core_(spare_core) {}

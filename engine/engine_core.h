@@ -85,9 +85,9 @@ class EngineCore {
   /// For the CPU executor: a worker looks for work (now and then while it
   /// spins). Returns whether the engine gave it some.
   virtual bool on_cpu_spinning() { return false; }
-  /// For the CPU executor: beside busy neighbours a worker start was
-  /// refused, and CpuWorkers::watch_cap wants calling until it says done.
-  virtual void on_cpu_capped() {}
+  /// For the CPU executor: queued ops were left to the active workers, and
+  /// CpuWorkers::watch_queue wants calling until it says done.
+  virtual void on_cpu_watch() {}
   std::exception_ptr invoke(detail::OpBlock* op, RunContext& ctx);
   /// A replay on one stream device run by the device itself (StreamGraph):
   /// what invoke does around the function, around the nodes.

@@ -182,7 +182,7 @@ class ThreadedEngine final : public EngineCore {
 
   void on_cpu_idle() override { wake_waiters(); }
 
-  void on_cpu_capped() override { flush_timer_.arm(); }
+  void on_cpu_watch() override { flush_timer_.arm(); }
 
   bool on_cpu_retiring() override { return registered_while_idle(flush_all()); }
 
@@ -538,7 +538,7 @@ class ThreadedEngine final : public EngineCore {
       tick.pending = tick.pending || holds_ops;
     });
     attend_if_stale(tick);
-    if (cpu_->watch_cap(counter_.completed())) tick.pending = true;
+    if (cpu_->watch_queue(counter_.completed())) tick.pending = true;
     return tick;
   }
 

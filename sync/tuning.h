@@ -48,14 +48,13 @@ inline constexpr std::int64_t kHeldBurst = 512;
 /// ...unless the workers complete nothing for this long (a woken worker took
 /// up to 90 µs to run on the 2-core VM; an op may wait for the frontend).
 inline constexpr auto kHeldBurstStall = std::chrono::microseconds(300);
-/// Beside busy neighbours, as many workers are active as the cores they
-/// leave (devices/cpu/cpu_executor.h), plus one more each time ops wait past
-/// that cap while the active ones completed ops of kLongOp or more on
-/// average, or none, over a window this long: a hand-off costs a fraction
-/// of such ops, and ops may wait for each other. Well above the time slices
-/// a busy neighbour takes from a worker (3 ms), which slow the count of
-/// short ops by half at most.
-inline constexpr auto kCapWindow = std::chrono::milliseconds(5);
+/// Queued ops left to the active workers (devices/cpu/cpu_executor.h) get
+/// one more worker (past the cap beside busy neighbours) when, over a window
+/// this long, the active ones completed none or only ops of kLongOp or more
+/// on average: a hand-off costs a fraction of such ops, and ops may wait for
+/// each other. Well above the time slices a busy neighbour takes from a
+/// worker (3 ms), which slow the count of short ops by half at most.
+inline constexpr auto kQueueWatchWindow = std::chrono::milliseconds(5);
 
 // ---------------------------------------------------------------- waiting for batch slots (engine/threaded_engine.cpp)
 

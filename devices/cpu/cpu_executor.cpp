@@ -19,7 +19,7 @@ constexpr unsigned kRoundsPerYield = tuning::kWorkerRoundsPerYield;
 constexpr auto kLongOp = tuning::kLongOp;
 constexpr auto kPark = tuning::kWorkerPark;
 constexpr unsigned kOpsPerPlacementCheck = tuning::kWorkerOpsPerPlacementCheck;
-constexpr auto kCapWindow = tuning::kCapWindow;
+constexpr auto kQueueWatchWindow = tuning::kQueueWatchWindow;
 
 // Ops a worker runs before it next looks at its CPU (WorkerPlacement::recheck).
 thread_local unsigned t_ops_to_placement_check = kOpsPerPlacementCheck;
@@ -113,51 +113,55 @@ int CpuExecutor::active_limit() const {
   return std::min(threads_, active_limit(threads_, cores_, neighbours) + escapes_.load(std::memory_order_relaxed));
 }
 
-void CpuExecutor::note_capped() {
-  // Seq_cst, for the last retiring worker's clear (worker_loop).
-  if (!capped_.load(std::memory_order_seq_cst) && !capped_.exchange(true, std::memory_order_seq_cst)) {
-    engine_.on_cpu_capped();
+void CpuExecutor::keep_watch() {
+  // Read first: while the workers keep pace every submit comes here. Seq_cst,
+  // for the last retiring worker's end_watch (worker_loop).
+  if (!watched_.load(std::memory_order_seq_cst) && !watched_.exchange(true, std::memory_order_seq_cst)) {
+    engine_.on_cpu_watch();
   }
 }
 
-bool CpuExecutor::watch_cap(std::uint64_t completed) {
-  // A submit refused while the last worker retired may mark the cap after
-  // that worker lifted it: with no worker active nothing waits past it.
-  if (capped_.load(std::memory_order_seq_cst) && active_.load(std::memory_order_seq_cst) == 0 &&
+bool CpuExecutor::watch_queue(std::uint64_t completed) {
+  // A submit that left its op to the workers while the last one retired may
+  // set the watch after that worker ended it: with no worker active and
+  // nothing queued there is nothing to watch.
+  if (watched_.load(std::memory_order_seq_cst) && active_.load(std::memory_order_seq_cst) == 0 &&
       !queue_.queued_now()) {
-    lift_cap();
+    end_watch();
   }
-  if (!capped_.load(std::memory_order_seq_cst)) {
-    watching_cap_ = false;
+  if (!watched_.load(std::memory_order_seq_cst)) {
+    window_open_ = false;
     return false;
   }
   const auto now = SpinClock::now();
-  if (!watching_cap_) {
-    watching_cap_ = true;
-    cap_window_at_ = now;
-    cap_window_completed_ = completed;
+  if (!window_open_) {
+    window_open_ = true;
+    window_at_ = now;
+    window_completed_ = completed;
     return true;
   }
-  const auto window = now - cap_window_at_;
-  if (window < kCapWindow) return true;
+  const auto window = now - window_at_;
+  if (window < kQueueWatchWindow) return true;
   // Ops of kLongOp or more per active worker, or none completed: a hand-off
   // costs a fraction of such an op, and the workers may wait for each other.
-  const auto active = std::max(1, active_.load(std::memory_order_relaxed));
-  const bool long_ops = static_cast<double>(completed - cap_window_completed_) * kLongOp.count() <
-                        std::chrono::duration<double, std::micro>(window).count() * active;
-  cap_window_at_ = now;
-  cap_window_completed_ = completed;
-  if (long_ops && queue_.queued_now() && escapes_.load(std::memory_order_relaxed) < threads_) {
-    escapes_.fetch_add(1, std::memory_order_relaxed);
+  const int active = active_.load(std::memory_order_seq_cst);
+  const bool slow = static_cast<double>(completed - window_completed_) * kLongOp.count() <
+                    std::chrono::duration<double, std::micro>(window).count() * std::max(1, active);
+  window_at_ = now;
+  window_completed_ = completed;
+  if (slow && queue_.queued_now()) {
+    if (active >= active_limit() && escapes_.load(std::memory_order_relaxed) < threads_) {
+      escapes_.fetch_add(1, std::memory_order_relaxed);
+    }
     start_worker_if_needed(1);
   }
   return true;
 }
 
-void CpuExecutor::lift_cap() {
-  if (capped_.load(std::memory_order_relaxed)) {
+void CpuExecutor::end_watch() {
+  if (watched_.load(std::memory_order_relaxed)) {
     escapes_.store(0, std::memory_order_relaxed);
-    capped_.store(false, std::memory_order_seq_cst);
+    watched_.store(false, std::memory_order_seq_cst);
   }
 }
 
@@ -171,10 +175,13 @@ void CpuExecutor::start_worker_if_needed(std::size_t backlog) {
   // queue once more). More are started only when the queued ops outnumber
   // the workers idly looking for work: workers busy running ops take none,
   // and on a small machine surplus spinners would steal the frontend's core.
-  while (active < threads_ &&
-         (active == 0 || backlog > static_cast<std::size_t>(spinning_.load(std::memory_order_seq_cst)))) {
-    if (active >= active_limit()) {
-      note_capped();
+  // Where the ops are left to the active workers (or the cap beside busy
+  // neighbours says no), those may take other work instead, or run an op
+  // that waits for these: the engine's timer watches (watch_queue).
+  while (active < threads_) {
+    if ((active != 0 && backlog <= static_cast<std::size_t>(spinning_.load(std::memory_order_seq_cst))) ||
+        active >= active_limit()) {
+      keep_watch();
       return;
     }
     if (active_.compare_exchange_weak(active, active + 1, std::memory_order_seq_cst)) {
@@ -257,9 +264,9 @@ void CpuExecutor::worker_loop() {
       }
       const bool queued = exact ? queue_.queued_after_retiring() : queue_.queued_now();
       if (!queued && !released) {
-        // Nothing waits past the cap: the exact look sees an op whose submit
-        // found this worker active.
-        if (last) lift_cap();
+        // Nothing queued is left to the workers: the exact look sees an op
+        // whose submit found this worker active.
+        if (last) end_watch();
         beside_busy = beside_busy_threads();
         if (beside_busy && park(placed)) continue;
         break;
@@ -271,7 +278,7 @@ void CpuExecutor::worker_loop() {
       }
       if (!rejoined) {
         // The active ones run what is queued, unless they are stuck.
-        if (active < threads_) note_capped();
+        if (active < threads_) keep_watch();
         break;
       }
       continue;

@@ -61,16 +61,17 @@ class CpuExecutor final : public CpuWorkers {
  private:
   static constexpr std::size_t kMaxBatch = tuning::kWorkerBatch;
 
-  bool watch_cap(std::uint64_t completed) override;
+  bool watch_queue(std::uint64_t completed) override;
 
   /// active_limit() for this executor and the neighbours now, raised by
-  /// the escapes watch_cap allowed.
+  /// the escapes watch_queue allowed.
   int active_limit() const;
-  /// A start was refused by the cap: the engine's timer watches from now
-  /// on (watch_cap).
-  void note_capped();
-  /// Nothing waits past the cap any longer: the escapes end with it.
-  void lift_cap();
+  /// Queued ops were left to the active workers: the engine's timer
+  /// watches from now on (watch_queue).
+  void keep_watch();
+  /// Nothing queued is left to the workers any longer: the watch, and the
+  /// escapes past the cap, end.
+  void end_watch();
   void start_worker_if_needed(std::size_t backlog);
   /// Moves the ops queued unattended to the workers' queue and starts a
   /// worker for them.
@@ -128,14 +129,16 @@ class CpuExecutor final : public CpuWorkers {
   // spinning ones: the next that stops spinning to run ops makes it.
   alignas(64) std::atomic<bool> look_left_{false};
   std::atomic<int> running_tasks_{0};         // worker tasks not yet returned
-  // Set when a start was refused by the cap, until the last worker retires
-  // with nothing queued; escapes_ raises the cap meanwhile (watch_cap).
-  alignas(64) std::atomic<bool> capped_{false};
+  // Set when queued ops were left to the active workers (or the cap refused
+  // a start), until the last worker retires with nothing queued; escapes_
+  // raises the cap meanwhile (watch_queue). Read by many submits, written
+  // once per watch.
+  alignas(64) std::atomic<bool> watched_{false};
   std::atomic<int> escapes_{0};
-  // The engine's timer thread's alone (watch_cap).
-  bool watching_cap_ = false;
-  SpinClock::time_point cap_window_at_{};  // the window watch_cap judges began
-  std::uint64_t cap_window_completed_ = 0;  // the count then
+  // The engine's timer thread's alone (watch_queue).
+  bool window_open_ = false;
+  SpinClock::time_point window_at_{};  // the window watch_queue judges began
+  std::uint64_t window_completed_ = 0;  // the count then
 };
 
 }  // namespace depengine::detail
