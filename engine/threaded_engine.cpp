@@ -236,13 +236,25 @@ class ThreadedEngine final : public EngineCore {
   // until they ran (a quarter left) or the workers stand still for
   // kHeldBurstStall, then pushes on. Never longer: an op may wait for what
   // this thread does after the push.
+  //
+  // A loop of yields, not a SpinWait: it gives the core away on purpose,
+  // so a yield that returns after a neighbour's time slice is no lost core,
+  // and the process's Contention, which busy neighbours keep active (no
+  // spinning for up to 0.64 s after lost cores), must not end it before it
+  // began: then no held op ran before the frontend stopped pushing.
   void hand_over_held_burst() {
     constexpr std::int64_t kBurst = detail::tuning::kHeldBurst;
     if (in_flight() <= kBurst) return;
     if (PushBuffer* own = buffers_.mine_if_cached()) flush(*own);
     cpu_->attend();
-    spin_until_in_flight_at_most(kBurst / 4, detail::tuning::kHeldOpsMaxWait, detail::SpinWait::kYieldEachRound,
-                                 detail::tuning::kHeldBurstStall);
+    const auto start = detail::SpinClock::now();
+    detail::ProgressWatch workers(counter_.completed(), start, detail::tuning::kHeldBurstStall);
+    const auto completed = [this] { return counter_.completed(); };
+    for (auto now = start; now - start < detail::tuning::kHeldOpsMaxWait && workers.moving(completed, now);
+         now = detail::SpinClock::now()) {
+      if (in_flight() <= kBurst / 4) return;
+      std::this_thread::yield();
+    }
   }
 
   // A core of its own: fewer workers than cores, and neither neighbours nor

@@ -19,6 +19,7 @@
 
 #include "devices/cpu/cpu_executor.h"
 #include "engine/held_ops.h"
+#include "sync/spin_wait.h"
 #include "sync/tuning.h"
 #include "tests/support/pinned_neighbours.h"
 
@@ -239,6 +240,36 @@ TEST(HeldOps, PastTheBurstAFrontendHandsItsHeldOpsToAWorker) {
   engine.wait_all();
   EXPECT_EQ(ran.load(), kOps);
   EXPECT_GE(ran_while_pushing.load(), kBurst);
+}
+
+// Busy neighbours make the process's spinners lose their cores, and after
+// a few losses no engine thread spins for up to 0.64 s (Contention). The
+// frontend's wait past a burst is no such spin: it still hands the burst
+// over and waits while a worker runs it, so the ops in flight stay near a
+// burst instead of growing with every push.
+TEST(HeldOps, PastTheBurstAFrontendWaitsEvenWhileTheProcessLosesCores) {
+  const PinnedNeighbours busy(true);
+  for (int i = 0; i < 8; ++i) detail::Contention::process().lost_core(SpinClock::now());
+  ASSERT_TRUE(detail::Contention::process().active(SpinClock::now()));
+  constexpr auto kBurst = static_cast<int>(detail::tuning::kHeldBurst);
+  constexpr int kOps = 8 * kBurst;
+  Engine engine(threaded(1));
+  std::vector<Var> vars;
+  for (int i = 0; i < 8; ++i) vars.push_back(engine.new_var());
+  std::atomic<int> ran{0};
+  int most_in_flight = 0;
+  for (int i = 0; i < kOps; ++i) {
+    engine.push([&](RunContext&) {
+      const auto until = std::chrono::steady_clock::now() + microseconds(5);
+      while (std::chrono::steady_clock::now() < until) {
+      }
+      ++ran;
+    }, {}, {vars[i % vars.size()]});
+    most_in_flight = std::max(most_in_flight, i + 1 - ran.load());
+  }
+  engine.wait_all();
+  EXPECT_EQ(ran.load(), kOps);
+  EXPECT_LE(most_in_flight, 3 * kBurst);
 }
 
 // The frontend's wait for a burst is bounded by the workers' progress: an op
