@@ -2,9 +2,9 @@
 // FlushTimer: a thread that bounds how long a pushed operation may wait in a
 // PushBuffer when nothing else flushes it (its frontend stopped pushing
 // without a blocking call while every running worker is busy). Armed by a
-// frontend whose buffer stops being empty (or whose ops wait for a worker:
-// held ops, a cap on the workers); while armed it calls `tick` every
-// period; it disarms, and sleeps without a timeout, once a tick finds
+// frontend whose buffer stops being empty, or by ops waiting for a worker
+// (held ops, ops left to the active workers); while armed it calls `tick`
+// every period; it disarms, and sleeps without a timeout, once a tick finds
 // nothing pending. An idle engine therefore costs it nothing.
 //
 // While ticks find operations waiting but nothing to flush (registrations
