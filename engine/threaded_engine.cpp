@@ -760,12 +760,16 @@ class ThreadedEngine final : public EngineCore {
   // workers complete ops, as WaitSignal::wait_while_progressing does.
   void wait_until_in_flight_at_most(std::int64_t limit, std::atomic<int>& waiter_count,
                                     std::chrono::nanoseconds spin_budget, bool on_progress = false) {
-    // Without `on_progress`, a window as long as the budget never ends the spin first.
-    if (spin_until_in_flight_at_most(
-            limit, on_progress ? detail::tuning::kProgressSpin : spin_budget,
-            cpu_->has_spare_core() ? detail::SpinWait::kNeverYield : detail::SpinWait::kYieldEachRound,
-            on_progress ? std::chrono::nanoseconds(detail::tuning::kProgressWindow) : spin_budget)) {
-      return;
+    {
+      detail::SpinWait spin(on_progress ? detail::tuning::kProgressSpin : spin_budget,
+                            cpu_->has_spare_core() ? detail::SpinWait::kNeverYield : detail::SpinWait::kYieldEachRound);
+      // Without `on_progress`, a window as long as the budget never ends the spin first.
+      detail::ProgressWatch workers(counter_.completed(), detail::SpinClock::now(),
+                                    on_progress ? detail::tuning::kProgressWindow : spin_budget);
+      const auto completed = [this] { return counter_.completed(); };
+      while (spin.round() && workers.moving(completed, spin.round_end())) {
+        if (in_flight() <= limit) return;
+      }
     }
     waiter_count.fetch_add(1, std::memory_order_seq_cst);
     bool slept = false;
@@ -777,20 +781,6 @@ class ThreadedEngine final : public EngineCore {
     }
     waiter_count.fetch_sub(1, std::memory_order_relaxed);
     if (slept) after_blocking_sleep();
-  }
-
-  // Spins (SpinWait, yielding every `yield_every` rounds) until at most
-  // `limit` ops are in flight: true; false once `budget` is spent or the
-  // workers complete nothing for `window`.
-  bool spin_until_in_flight_at_most(std::int64_t limit, std::chrono::nanoseconds budget, unsigned yield_every,
-                                    std::chrono::nanoseconds window) {
-    detail::SpinWait spin(budget, yield_every);
-    detail::ProgressWatch workers(counter_.completed(), detail::SpinClock::now(), window);
-    const auto completed = [this] { return counter_.completed(); };
-    while (spin.round() && workers.moving(completed, spin.round_end())) {
-      if (in_flight() <= limit) return true;
-    }
-    return false;
   }
 
   // Woken by a worker, a frontend is often placed on that worker's CPU
