@@ -24,10 +24,10 @@ namespace depengine::detail {
 
 struct HeldOpsSample {
   SpinClock::time_point when;
-  bool held = false;                // ops are queued unattended
-  SpinClock::time_point held_since;  // when the first of them was
-  std::uint64_t pushed = 0;          // ops pushed so far
-  std::uint64_t completed = 0;       // ops completed so far
+  bool held = false;                   // ops are queued unattended
+  SpinClock::time_point held_since{};  // when the first of them was
+  std::uint64_t pushed = 0;            // ops pushed so far
+  std::uint64_t completed = 0;         // ops completed so far
   std::int64_t in_flight = 0;
   bool neighbours_busy = false;
 };
