@@ -7,8 +7,10 @@
 #include <cstring>
 #include <limits>
 #include <stdexcept>
+#include <thread>
 
 #include "comm/mpi_runtime.h"
+#include "sync/usable_cores.h"
 
 namespace depengine::detail {
 
@@ -64,9 +66,11 @@ std::size_t inline_merge_bytes(MPI_Comm world) {
     MPI_Comm_size(here, &processes_here);
     MPI_Comm_free(&here);
   }
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  return cores < 2u * static_cast<unsigned>(processes_here) ? std::numeric_limits<std::size_t>::max()
-                                                             : KvShard::kInlineMergeBytes;
+  // This process's share of the machine's cores, or fewer where its
+  // affinity says so (mpirun binds each process to a core by default).
+  const int machine = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int cores = std::min(depengine::detail::usable_cores(), machine / processes_here);
+  return cores < 2 ? std::numeric_limits<std::size_t>::max() : KvShard::kInlineMergeBytes;
 }
 
 }  // namespace

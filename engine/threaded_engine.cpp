@@ -40,6 +40,7 @@
 #include "sync/progress_watch.h"
 #include "sync/spin_wait.h"
 #include "sync/tuning.h"
+#include "sync/usable_cores.h"
 #include "sync/wait_signal.h"
 
 namespace depengine {
@@ -52,10 +53,9 @@ using detail::ReadyList;
 
 namespace {
 
-int resolve_threads(int requested) {
-  if (requested > 0) return requested;
-  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-}
+// 0: one worker per core this process may run on (taskset, a cgroup's
+// cpuset, mpirun's binding), not per core of the machine.
+int resolve_threads(int requested) { return requested > 0 ? requested : detail::usable_cores(); }
 
 // Countdowns to the next back-pressure check of this thread (a division per
 // push would cost more than the check saves).

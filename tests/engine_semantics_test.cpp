@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sched.h>
+
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -502,9 +504,44 @@ TEST(EngineOptions, BadOptionsAreRejected) {
   EXPECT_THROW(Engine({.cpu_threads = -1, .read_environment = false}), std::invalid_argument);
 }
 
+// The cores in this thread's affinity mask (0 where it cannot be read).
+int cores_in_mask() {
+  cpu_set_t mask;
+  return sched_getaffinity(0, sizeof mask, &mask) == 0 ? CPU_COUNT(&mask) : 0;
+}
+
 TEST(EngineOptions, ZeroThreadsMeansEveryCore) {
+  const int cores = cores_in_mask();
+  if (cores == 0) GTEST_SKIP() << "no affinity mask to compare with";
   Engine engine({.cpu_threads = 0, .read_environment = false});
-  EXPECT_EQ(engine.cpu_threads(), static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  EXPECT_EQ(engine.cpu_threads(), cores);
+}
+
+// Every core the process may run on, not every core of the machine: under
+// taskset, a container's cpuset or mpirun's binding, a worker per machine
+// core would take turns on the cores it has.
+TEST(EngineOptions, ZeroThreadsCountsOnlyTheCoresTheProcessMayRunOn) {
+  cpu_set_t before;
+  ASSERT_EQ(sched_getaffinity(0, sizeof before, &before), 0);
+  if (CPU_COUNT(&before) < 2) GTEST_SKIP() << "one core in the mask already";
+  int first = 0;
+  while (!CPU_ISSET(first, &before)) ++first;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+  int threads = 0;
+  {
+    Engine engine({.cpu_threads = 0, .read_environment = false});
+    threads = engine.cpu_threads();
+    const Var v = engine.new_var();
+    int ran = 0;
+    engine.push([&](RunContext&) { ++ran; }, {}, {v});
+    engine.wait_all();
+    EXPECT_EQ(ran, 1);
+  }
+  ASSERT_EQ(sched_setaffinity(0, sizeof before, &before), 0);
+  EXPECT_EQ(threads, 1);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "sync/short_slice.h"
 #include "sync/spin_wait.h"
 #include "sync/tuning.h"
+#include "sync/usable_cores.h"
 #include "engine/engine_core.h"
 
 namespace depengine::detail {
@@ -31,12 +32,12 @@ std::unique_ptr<CpuWorkers> make_cpu_workers(EngineCore& engine, int threads) {
 }
 
 CpuExecutor::CpuExecutor(EngineCore& engine, int threads)
-    : CpuWorkers(threads, static_cast<unsigned>(threads) < std::thread::hardware_concurrency()),
+    : CpuWorkers(threads, threads < usable_cores()),
       engine_(engine),
-      cores_(static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))),
-      // oneTBB caps its pool at the core count; an engine asked for more
-      // threads (tests oversubscribe on purpose) raises the cap.
-      parallelism_(static_cast<unsigned>(threads) + 1 > std::thread::hardware_concurrency()
+      cores_(usable_cores()),
+      // oneTBB caps its pool at the cores the process may use; an engine
+      // asked for more threads (tests oversubscribe on purpose) raises the cap.
+      parallelism_(threads + 1 > cores_
                        ? std::make_unique<oneapi::tbb::global_control>(
                              oneapi::tbb::global_control::max_allowed_parallelism, threads + 1)
                        : nullptr),

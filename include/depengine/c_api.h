@@ -141,7 +141,8 @@ typedef void (*depengine_release_fn)(void* user_data);
 typedef struct depengine_engine_options {
   size_t struct_size;
   depengine_engine_kind kind;   /* default DEPENGINE_ENGINE_THREADED */
-  int cpu_threads;              /* worker threads of the CPU device; 0 (default): one per core */
+  int cpu_threads;              /* worker threads of the CPU device; 0 (default): one per core
+                                   the process may run on (its CPU affinity) */
   size_t max_ops_in_flight;     /* back-pressure bound on operations in flight; default 65536 */
   int read_environment;         /* non-zero (default): DEPENGINE_ENGINE and
                                    DEPENGINE_CPU_THREADS override kind and cpu_threads */

@@ -35,7 +35,9 @@ inline constexpr std::size_t kUnlimitedOpsInFlight = SIZE_MAX;
 /// throws `std::invalid_argument` naming the option.
 struct EngineOptions {
   EngineKind kind = EngineKind::Threaded;
-  /// Worker threads of the CPU device, 0 to kMaxCpuThreads; 0 means one per core.
+  /// Worker threads of the CPU device, 0 to kMaxCpuThreads; 0 means one per
+  /// core this process may run on (its CPU affinity: taskset, a cgroup's
+  /// cpuset, mpirun's binding), not one per core of the machine.
   int cpu_threads = 0;
   /// Back-pressure: a push from outside the engine blocks while more than this
   /// many operations are in flight, so memory stays bounded. At least 1;
