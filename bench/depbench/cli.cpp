@@ -64,7 +64,7 @@ std::variant<Options, int> parse_command_line(int argc, char** argv, std::ostrea
       ->check(CLI::IsMember({"cpu", "emulated", "cuda"}))
       ->capture_default_str();
   app.add_option("--workers", o.config.workers,
-                 "CPU workers of the async runs' engine (0: one per core); the ideal speedups count them too")
+                 "CPU workers of the async runs' engine (0: one per core this process may run on); the ideal speedups count them too")
       ->check(CLI::Range(0, depengine::kMaxCpuThreads))
       ->capture_default_str();
   app.add_option("--json", o.json_path, "Write one JSON record per scenario and mode to FILE")->option_text("FILE");

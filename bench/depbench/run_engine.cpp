@@ -1,11 +1,9 @@
 #include "bench/depbench/run_engine.h"
 
-#include <algorithm>
-#include <thread>
-
 #include <depengine/emulated_device.h>
 
 #include "bench/depbench/scenarios/common.h"
+#include "sync/usable_cores.h"
 
 namespace depbench {
 namespace {
@@ -14,9 +12,8 @@ int workers_chosen = 0;
 
 }  // namespace
 
-int cpu_workers() {
-  return workers_chosen > 0 ? workers_chosen : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-}
+// As the engine counts them for 0: the cores this process may run on.
+int cpu_workers() { return workers_chosen > 0 ? workers_chosen : depengine::detail::usable_cores(); }
 
 void set_cpu_workers(int workers) { workers_chosen = workers; }
 
