@@ -1,11 +1,14 @@
 #include "sync/machine_load.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <string>
 #include <thread>
 
 #if defined(__linux__)
+#include <sched.h>
 #include <unistd.h>
 #endif
 
@@ -27,21 +30,50 @@ double MachineLoad::others_busy_cores(const CpuTimeSample& a, const CpuTimeSampl
   return std::max(0.0, others_s) / wall_s;
 }
 
+std::optional<unsigned long long> MachineLoad::busy_ticks(std::string_view proc_stat,
+                                                          const std::function<bool(int)>& counted) {
+  unsigned long long busy = 0;
+  bool any = false;
+  while (!proc_stat.empty()) {
+    const std::size_t end = std::min(proc_stat.find('\n'), proc_stat.size());
+    const std::string line(proc_stat.substr(0, end));
+    proc_stat.remove_prefix(std::min(end + 1, proc_stat.size()));
+    // "cpuN user nice system idle iowait irq softirq ...": one CPU's line
+    // (the first line, "cpu  ...", sums them all).
+    if (line.size() < 4 || line.compare(0, 3, "cpu") != 0 || std::isdigit(static_cast<unsigned char>(line[3])) == 0) {
+      continue;
+    }
+    int cpu = -1;
+    unsigned long long user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0;
+    if (std::sscanf(line.c_str(), "cpu%d %llu %llu %llu %llu %llu %llu %llu", &cpu, &user, &nice, &system, &idle,
+                    &iowait, &irq, &softirq) < 5 ||
+        cpu < 0 || !counted(cpu)) {
+      continue;
+    }
+    busy += user + nice + system + irq + softirq;
+    any = true;
+  }
+  if (!any) return std::nullopt;
+  return busy;
+}
+
 std::optional<CpuTimeSample> MachineLoad::sample(SpinClock::time_point now) {
 #if defined(__linux__)
   std::FILE* stat = std::fopen("/proc/stat", "r");
   if (stat == nullptr) return std::nullopt;
-  // The first line: "cpu  user nice system idle iowait irq softirq steal ...".
-  unsigned long long user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
-  const int fields = std::fscanf(stat, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &user, &nice, &system, &idle,
-                                 &iowait, &irq, &softirq, &steal);
+  std::string text;
+  char chunk[4096];
+  for (std::size_t n; (n = std::fread(chunk, 1, sizeof chunk, stat)) > 0;) text.append(chunk, n);
   std::fclose(stat);
+  // Only the CPUs this process may run on: threads on the others take no
+  // core from it (a container's cpuset, mpirun's binding).
+  cpu_set_t mask;
+  const bool masked = sched_getaffinity(0, sizeof mask, &mask) == 0;
+  const auto ticks = busy_ticks(text, [&](int cpu) { return !masked || (cpu < CPU_SETSIZE && CPU_ISSET(cpu, &mask)); });
   const std::optional<double> engine_s = EngineThreadClock::seconds();
-  if (fields < 4 || !engine_s) return std::nullopt;
+  if (!ticks || !engine_s) return std::nullopt;
   const double tick_s = 1.0 / static_cast<double>(sysconf(_SC_CLK_TCK));
-  return CpuTimeSample{.when = now,
-                       .machine_busy_s = static_cast<double>(user + nice + system + irq + softirq) * tick_s,
-                       .engine_s = *engine_s};
+  return CpuTimeSample{.when = now, .machine_busy_s = static_cast<double>(*ticks) * tick_s, .engine_s = *engine_s};
 #else
   (void)now;
   return std::nullopt;

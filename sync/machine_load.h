@@ -6,11 +6,12 @@
 // Both lose a spinner its core (sync/spin_wait.h), but they call for
 // opposite answers: beside a neighbour a frontend does best to run its own
 // ops, while with the engine's own threads one more than the cores it would
-// take a worker's. The machine's busy CPU time (/proc/stat, all CPUs) less
-// the engine's threads' own (sync/engine_thread_clock.h) over a window
-// tells them apart; the process's other threads count as neighbours, as
-// other processes do. /proc/stat counts in ticks of 10 ms, so a window is
-// at least kWindow long (tuning::kNeighbourWindow).
+// take a worker's. The busy CPU time of the CPUs the process may run on
+// (/proc/stat, the affinity mask's CPUs: threads elsewhere take no core
+// from it) less the engine's threads' own (sync/engine_thread_clock.h) over
+// a window tells them apart; the process's other threads count as
+// neighbours, as other processes do. /proc/stat counts in ticks of 10 ms,
+// so a window is at least kWindow long (tuning::kNeighbourWindow).
 //
 //   MachineLoad load;
 //   load.update(SpinClock::now());         // now and then, e.g. on a lost core
@@ -26,7 +27,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <string_view>
 
 #include "sync/spin_wait.h"
 #include "sync/tuning.h"
@@ -71,8 +74,14 @@ class MachineLoad {
 
   /// The cores threads other than the engine's kept busy on average from `a` to `b`.
   static double others_busy_cores(const CpuTimeSample& a, const CpuTimeSample& b);
-  /// A sample of this machine and the engine's threads now; none where unavailable.
+  /// A sample of the CPUs this process may run on (its affinity mask) and
+  /// of the engine's threads now; none where unavailable.
   static std::optional<CpuTimeSample> sample(SpinClock::time_point now);
+  /// The busy ticks (user, nice, system, irq, softirq) of the CPUs whose
+  /// number `counted` accepts, from /proc/stat's text; none when it has no
+  /// such CPU's line.
+  static std::optional<unsigned long long> busy_ticks(std::string_view proc_stat,
+                                                      const std::function<bool(int)>& counted);
 
   static MachineLoad& process();
 

@@ -15,6 +15,7 @@
 #endif
 
 #if defined(__linux__)
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -42,6 +43,25 @@ TEST(MachineLoad, TickRoundingNeverMakesOthersNegativeAndNoTimeIsNoLoad) {
   EXPECT_DOUBLE_EQ(MachineLoad::others_busy_cores(at(10, 100, 50), at(10.2, 100.3, 50.38)), 0.0);
   EXPECT_DOUBLE_EQ(MachineLoad::others_busy_cores(at(10, 100, 50), at(10, 105, 50)), 0.0);
   EXPECT_DOUBLE_EQ(MachineLoad::others_busy_cores(at(11, 100, 50), at(10, 105, 50)), 0.0);
+}
+
+// /proc/stat as Linux writes it: the sum of every CPU, then one line per
+// CPU (user nice system idle iowait irq softirq steal ...), then others.
+constexpr const char* kProcStat =
+    "cpu  300 10 60 9000 5 2 3 0 0 0\n"
+    "cpu0 100 0 20 4500 2 1 1 0 0 0\n"
+    "cpu1 200 10 40 4500 3 1 2 0 0 0\n"
+    "intr 12345 1 2 3\n"
+    "ctxt 999\n";
+
+TEST(MachineLoad, BusyTicksCountTheCpusAskedFor) {
+  // user + nice + system + irq + softirq, not idle or iowait.
+  EXPECT_EQ(MachineLoad::busy_ticks(kProcStat, [](int) { return true; }), 122u + 253u);
+  EXPECT_EQ(MachineLoad::busy_ticks(kProcStat, [](int cpu) { return cpu == 1; }), 253u);
+  EXPECT_EQ(MachineLoad::busy_ticks(kProcStat, [](int cpu) { return cpu == 0; }), 122u);
+  EXPECT_FALSE(MachineLoad::busy_ticks(kProcStat, [](int cpu) { return cpu == 7; }).has_value());
+  EXPECT_FALSE(MachineLoad::busy_ticks("", [](int) { return true; }).has_value());
+  EXPECT_FALSE(MachineLoad::busy_ticks("garbage\ncpu\n", [](int) { return true; }).has_value());
 }
 
 TEST(MachineLoad, AVerdictHoldsForItsLifeOnly) {
@@ -137,6 +157,39 @@ TEST(MachineLoad, AnotherProcessThatSpinsIsSeen) {
   kill(child, SIGKILL);
   waitpid(child, nullptr, 0);
   EXPECT_TRUE(seen);
+}
+
+// A neighbour on a CPU this process may not run on takes no core from it
+// (a container's cpuset, mpirun's binding): not seen.
+TEST(MachineLoad, ANeighbourOnACpuOutsideTheAffinityMaskIsNotSeen) {
+  cpu_set_t before;
+  ASSERT_EQ(sched_getaffinity(0, sizeof before, &before), 0);
+  if (CPU_COUNT(&before) < 2) GTEST_SKIP() << "one CPU in the mask: nowhere else to put the neighbour";
+  int mine = 0;
+  while (!CPU_ISSET(mine, &before)) ++mine;
+  int theirs = mine + 1;
+  while (!CPU_ISSET(theirs, &before)) ++theirs;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(mine, &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+  std::atomic<bool> stop{false};
+  std::thread neighbour([&] {
+    cpu_set_t other;
+    CPU_ZERO(&other);
+    CPU_SET(theirs, &other);
+    sched_setaffinity(0, sizeof other, &other);
+    while (!stop) {
+    }
+  });
+  MachineLoad load;  // its samples count `mine` alone
+  std::this_thread::sleep_for(MachineLoad::kWindow + std::chrono::milliseconds(100));
+  load.update(SpinClock::now());
+  const bool seen = load.neighbours_busy();
+  stop = true;
+  neighbour.join();
+  ASSERT_EQ(sched_setaffinity(0, sizeof before, &before), 0);
+  EXPECT_FALSE(seen);
 }
 
 // So is a thread of this process that is not the engine's (a data loader,
