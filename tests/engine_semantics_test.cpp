@@ -15,6 +15,7 @@
 #include <depengine/engine.h>
 
 #include "sync/spin_wait.h"
+#include "tests/support/one_cpu.h"
 
 namespace depengine {
 namespace {
@@ -521,17 +522,10 @@ TEST(EngineOptions, ZeroThreadsMeansEveryCore) {
 // taskset, a container's cpuset or mpirun's binding, a worker per machine
 // core would take turns on the cores it has.
 TEST(EngineOptions, ZeroThreadsCountsOnlyTheCoresTheProcessMayRunOn) {
-  cpu_set_t before;
-  ASSERT_EQ(sched_getaffinity(0, sizeof before, &before), 0);
-  if (CPU_COUNT(&before) < 2) GTEST_SKIP() << "one core in the mask already";
-  int first = 0;
-  while (!CPU_ISSET(first, &before)) ++first;
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  CPU_SET(first, &one);
-  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
   int threads = 0;
   {
+    const OnOneCpu confined;
+    if (!confined.confined()) GTEST_SKIP() << "one core in the mask already, or no mask to narrow";
     Engine engine({.cpu_threads = 0, .read_environment = false});
     threads = engine.cpu_threads();
     const Var v = engine.new_var();
@@ -540,7 +534,6 @@ TEST(EngineOptions, ZeroThreadsCountsOnlyTheCoresTheProcessMayRunOn) {
     engine.wait_all();
     EXPECT_EQ(ran, 1);
   }
-  ASSERT_EQ(sched_setaffinity(0, sizeof before, &before), 0);
   EXPECT_EQ(threads, 1);
 }
 
