@@ -26,7 +26,7 @@ MachineLoad::MachineLoad() {
 double MachineLoad::others_busy_cores(const CpuTimeSample& a, const CpuTimeSample& b) {
   const double wall_s = std::chrono::duration<double>(b.when - a.when).count();
   if (wall_s <= 0) return 0;
-  const double others_s = (b.machine_busy_s - a.machine_busy_s) - (b.engine_s - a.engine_s);
+  const double others_s = (b.cpus_busy_s - a.cpus_busy_s) - (b.engine_s - a.engine_s);
   return std::max(0.0, others_s) / wall_s;
 }
 
@@ -73,7 +73,7 @@ std::optional<CpuTimeSample> MachineLoad::sample(SpinClock::time_point now) {
   const std::optional<double> engine_s = EngineThreadClock::seconds();
   if (!ticks || !engine_s) return std::nullopt;
   const double tick_s = 1.0 / static_cast<double>(sysconf(_SC_CLK_TCK));
-  return CpuTimeSample{.when = now, .machine_busy_s = static_cast<double>(*ticks) * tick_s, .engine_s = *engine_s};
+  return CpuTimeSample{.when = now, .cpus_busy_s = static_cast<double>(*ticks) * tick_s, .engine_s = *engine_s};
 #else
   (void)now;
   return std::nullopt;

@@ -36,11 +36,11 @@
 
 namespace depengine::detail {
 
-/// CPU seconds the machine spent busy (all CPUs) and the engine's threads
-/// spent, at `when`.
+/// CPU seconds the CPUs this process may run on spent busy, and the
+/// engine's threads spent, at `when`.
 struct CpuTimeSample {
   SpinClock::time_point when;
-  double machine_busy_s = 0;
+  double cpus_busy_s = 0;
   double engine_s = 0;
 };
 

@@ -28,10 +28,10 @@
 namespace depengine::detail {
 namespace {
 
-CpuTimeSample at(double seconds, double machine_busy_s, double engine_s) {
+CpuTimeSample at(double seconds, double cpus_busy_s, double engine_s) {
   return {.when = SpinClock::time_point(std::chrono::duration_cast<SpinClock::duration>(
               std::chrono::duration<double>(seconds))),
-          .machine_busy_s = machine_busy_s,
+          .cpus_busy_s = cpus_busy_s,
           .engine_s = engine_s};
 }
 
@@ -111,7 +111,7 @@ TEST(MachineLoad, ASampleCountsTheMachinesWorkAndTheEngineThreadsApart) {
   const double engine_s = second->engine_s - first->engine_s;
   EXPECT_GE(engine_s, 0.2);  // the ended thread's spin, kept
   EXPECT_LT(engine_s, 0.5);  // not this thread's
-  EXPECT_GE(second->machine_busy_s - first->machine_busy_s, 0.4);
+  EXPECT_GE(second->cpus_busy_s - first->cpus_busy_s, 0.4);
 #else
   EXPECT_FALSE(first.has_value());
 #endif
@@ -196,7 +196,7 @@ TEST(MachineLoad, ANeighbourOnACpuOutsideTheAffinityMaskIsLeftOut) {
   const auto after = MachineLoad::sample(SpinClock::now());
   const double every = every_cpus_busy_seconds() - every_before;
   ASSERT_TRUE(after.has_value());
-  const double counted = after->machine_busy_s - before->machine_busy_s;
+  const double counted = after->cpus_busy_s - before->cpus_busy_s;
   // The neighbour's CPU time (up to 0.3 s) is in the first, not the second.
   EXPECT_GE(every - counted, 0.05) << "every CPU " << every << " s, the mask's " << counted << " s";
 }
