@@ -31,10 +31,12 @@ std::unique_ptr<CpuWorkers> make_cpu_workers(EngineCore& engine, int threads) {
   return std::make_unique<CpuExecutor>(engine, threads);
 }
 
-CpuExecutor::CpuExecutor(EngineCore& engine, int threads)
-    : CpuWorkers(threads, threads < usable_cores()),
+CpuExecutor::CpuExecutor(EngineCore& engine, int threads) : CpuExecutor(engine, threads, usable_cores()) {}
+
+CpuExecutor::CpuExecutor(EngineCore& engine, int threads, int cores)
+    : CpuWorkers(threads, threads < cores),
       engine_(engine),
-      cores_(usable_cores()),
+      cores_(cores),
       // oneTBB caps its pool at the cores the process may use; an engine
       // asked for more threads (tests oversubscribe on purpose) raises the cap.
       parallelism_(threads + 1 > cores_

@@ -61,6 +61,10 @@ class CpuExecutor final : public CpuWorkers {
  private:
   static constexpr std::size_t kMaxBatch = tuning::kWorkerBatch;
 
+  /// `cores`: those the process may run on, read once for the spare-core
+  /// test and the cap alike.
+  CpuExecutor(EngineCore& engine, int threads, int cores);
+
   bool watch_queue(std::uint64_t completed) override;
 
   /// active_limit() for this executor and the neighbours now, raised by
