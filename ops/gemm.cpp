@@ -41,9 +41,10 @@ Cost gemm(const Tensor& a, const Tensor& b, const Tensor& c, bool trans_a, bool 
   detail::require_shape("gemm", "c", c, {m, n});
   if (a.var() == c.var() || b.var() == c.var()) fail("gemm", "c must not share storage with a or b");
 
+  const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   detail::GemmArgs args{.trans_a = trans_a, .trans_b = trans_b, .m = m, .n = n, .k = k,
                         .alpha = alpha, .beta = beta, .in_dtype = a.dtype(), .out_dtype = c.dtype(),
-                        .blas_threads = detail::blas_threads_for_engine(c.engine().cpu_threads())};
+                        .blas_threads = detail::blas_threads_for_engine(c.engine().cpu_threads(), flops)};
   const auto& backend = detail::backend_for(c.device());
   // c is written (and also read when beta != 0: a write already orders that).
   detail::push_op("gemm", c.engine(), c.device(), detail::Access().read(a).read(b).write(c),
@@ -55,8 +56,7 @@ Cost gemm(const Tensor& a, const Tensor& b, const Tensor& c, bool trans_a, bool 
                     backend.gemm(args, ctx.stream);
                   });
   const double c_bytes = detail::bytes_of(m * n, c.dtype()) * (beta != 0.0 ? 2 : 1);
-  return {2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k),
-          detail::bytes_of(m * k + k * n, a.dtype()) + c_bytes};
+  return {flops, detail::bytes_of(m * k + k * n, a.dtype()) + c_bytes};
 }
 
 }  // namespace depengine::ops

@@ -20,14 +20,16 @@ int blas_threads_from_environment() {
 
 }  // namespace
 
-int blas_threads_for(int cores, int cpu_workers) {
-  return std::max(1, std::max(cores, 1) / std::max(cpu_workers, 1));
+int blas_threads_for(int cores, int cpu_workers, double flops) {
+  const int share = std::max(1, std::max(cores, 1) / std::max(cpu_workers, 1));
+  // Compared as doubles: a GEMM's flops may exceed any int.
+  return flops >= share * kBlasFlopsPerThread ? share : std::max(1, static_cast<int>(flops / kBlasFlopsPerThread));
 }
 
-int blas_threads_for_engine(int cpu_workers) {
+int blas_threads_for_engine(int cpu_workers, double flops) {
   if (const int fixed = blas_threads_from_environment()) return fixed;
   static const int cores = depengine::detail::usable_cores();
-  return blas_threads_for(cores, cpu_workers);
+  return blas_threads_for(cores, cpu_workers, flops);
 }
 
 void use_blas_threads(int threads) {
