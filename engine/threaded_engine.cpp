@@ -235,10 +235,7 @@ class ThreadedEngine final : public EngineCore {
   // and yields its core, which that worker most likely shares with it,
   // until they ran (a quarter left) or the workers stand still for
   // kHeldBurstStall, then pushes on. Never longer: an op may wait for what
-  // this thread does after the push. And after such a stall not again until
-  // the workers complete an op: while the one worker runs a long op, or has
-  // no core, a wait at every check would hold the frontend to a few dozen
-  // pushes per kHeldBurstStall.
+  // this thread does after the push.
   //
   // A loop of yields, not a SpinWait: it gives the core away on purpose,
   // so a yield that returns after a neighbour's time slice is no lost core,
@@ -250,17 +247,14 @@ class ThreadedEngine final : public EngineCore {
     if (in_flight() <= kBurst) return;
     if (PushBuffer* own = buffers_.mine_if_cached()) flush(*own);
     cpu_->attend();
-    const std::uint64_t completed_before = counter_.completed();
-    if (completed_before == burst_stalled_at_.load(std::memory_order_relaxed)) return;
     const auto start = detail::SpinClock::now();
-    detail::ProgressWatch workers(completed_before, start, detail::tuning::kHeldBurstStall);
+    detail::ProgressWatch workers(counter_.completed(), start, detail::tuning::kHeldBurstStall);
     const auto completed = [this] { return counter_.completed(); };
     for (auto now = start; now - start < detail::tuning::kHeldOpsMaxWait && workers.moving(completed, now);
          now = detail::SpinClock::now()) {
       if (in_flight() <= kBurst / 4) return;
       std::this_thread::yield();
     }
-    if (workers.stalled()) burst_stalled_at_.store(workers.count(), std::memory_order_relaxed);
   }
 
   // A core of its own: fewer workers than cores, and neither neighbours nor
@@ -808,9 +802,6 @@ class ThreadedEngine final : public EngineCore {
   std::atomic<std::uint32_t> epoch_{0};
   std::atomic<int> waiters_{0};     // in wait_all or the destructor
   std::atomic<int> bp_waiters_{0};  // in back-pressure
-  // The completed count at which a frontend's wait past a burst last found
-  // the workers standing still (hand_over_held_burst).
-  std::atomic<std::uint64_t> burst_stalled_at_{std::numeric_limits<std::uint64_t>::max()};
   detail::PushBuffers buffers_;
   // The flush timer's own (attend_if_stale).
   detail::HeldOpsSample held_at_tick_;

@@ -312,43 +312,6 @@ TEST(HeldOps, ABurstDoesNotWaitForAnOpThatWaitsForItsFrontend) {
   }
 }
 
-// A burst's wait that ended because the workers completed nothing is not
-// repeated until they complete something: while the one worker runs a long
-// op, the frontend pushes on at its own pace. Waiting kHeldBurstStall at
-// each check (every 64 pushes past the burst) would take over 250 of them
-// for these pushes; the bound allows a quarter of that. Sanitizers slow
-// the pushes themselves too much for a bound in time.
-TEST(HeldOps, AFrontendWaitsForAStalledWorkerOnceNotAtEveryCheck) {
-  const PinnedNeighbours busy(true);
-  constexpr auto kBurst = static_cast<int>(detail::tuning::kHeldBurst);
-  constexpr int kChecks = 256, kPushesPerCheck = 64;
-  Engine engine(threaded(1));
-  const Var gate = engine.new_var(), v = engine.new_var();
-  std::atomic<bool> go{false}, saw_go{false};
-  engine.push([&](RunContext&) {
-    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (!go.load() && std::chrono::steady_clock::now() < give_up) {
-      std::this_thread::sleep_for(microseconds(50));
-    }
-    saw_go = go.load();
-  }, {}, {gate});
-  std::atomic<int> ran{0};
-  const auto push = [&](int ops) {
-    for (int i = 0; i < ops; ++i) engine.push([&](RunContext&) { ++ran; }, {}, {v});
-  };
-  push(2 * kBurst);  // past the burst: the first wait finds the worker held
-  const auto start = std::chrono::steady_clock::now();
-  push(kChecks * kPushesPerCheck);
-  const auto pushing = std::chrono::steady_clock::now() - start;
-  go = true;
-  engine.wait_all();
-  EXPECT_TRUE(saw_go.load());
-  EXPECT_EQ(ran.load(), 2 * kBurst + kChecks * kPushesPerCheck);
-#if !defined(__SANITIZE_ADDRESS__) && !DEPENGINE_TSAN
-  EXPECT_LT(pushing, kChecks / 4 * detail::tuning::kHeldBurstStall);
-#endif
-}
-
 // ---------------------------------------------------------------- how many workers beside neighbours
 
 TEST(HeldOpsPolicy, ActiveWorkersKeepToTheCoresTheNeighboursLeave) {
