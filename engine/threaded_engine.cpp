@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <atomic>
 #include <limits>
+#include <optional>
 #include <thread>
 
 #include "engine/cpu_workers.h"
@@ -235,7 +236,11 @@ class ThreadedEngine final : public EngineCore {
   // and yields its core, which that worker most likely shares with it,
   // until they ran (a quarter left) or the workers stand still for
   // kHeldBurstStall, then pushes on. Never longer: an op may wait for what
-  // this thread does after the push.
+  // this thread does after the push. A stall while the workers had their
+  // cores (their CPU time grew: a long op) is not waited for again until
+  // they complete an op, or the frontend would push a few dozen ops per
+  // kHeldBurstStall for as long as the op runs; one while they lacked their
+  // cores is, since they run the burst once back.
   //
   // A loop of yields, not a SpinWait: it gives the core away on purpose,
   // so a yield that returns after a neighbour's time slice is no lost core,
@@ -247,13 +252,22 @@ class ThreadedEngine final : public EngineCore {
     if (in_flight() <= kBurst) return;
     if (PushBuffer* own = buffers_.mine_if_cached()) flush(*own);
     cpu_->attend();
+    const std::uint64_t completed_before = counter_.completed();
+    if (completed_before == burst_stalled_at_.load(std::memory_order_relaxed)) return;
+    const std::optional<double> others_before = detail::EngineThreadClock::seconds_of_others();
     const auto start = detail::SpinClock::now();
-    detail::ProgressWatch workers(counter_.completed(), start, detail::tuning::kHeldBurstStall);
+    detail::ProgressWatch workers(completed_before, start, detail::tuning::kHeldBurstStall);
     const auto completed = [this] { return counter_.completed(); };
     for (auto now = start; now - start < detail::tuning::kHeldOpsMaxWait && workers.moving(completed, now);
          now = detail::SpinClock::now()) {
       if (in_flight() <= kBurst / 4) return;
       std::this_thread::yield();
+    }
+    if (!workers.stalled() || !others_before) return;
+    const std::optional<double> others_after = detail::EngineThreadClock::seconds_of_others();
+    const double waited_s = std::chrono::duration<double>(detail::SpinClock::now() - start).count();
+    if (others_after && *others_after - *others_before >= detail::tuning::kHeldBurstBusyShare * waited_s) {
+      burst_stalled_at_.store(workers.count(), std::memory_order_relaxed);
     }
   }
 
@@ -802,6 +816,9 @@ class ThreadedEngine final : public EngineCore {
   std::atomic<std::uint32_t> epoch_{0};
   std::atomic<int> waiters_{0};     // in wait_all or the destructor
   std::atomic<int> bp_waiters_{0};  // in back-pressure
+  // The completed count at which a frontend's wait past a burst last found
+  // the workers standing still (hand_over_held_burst).
+  std::atomic<std::uint64_t> burst_stalled_at_{std::numeric_limits<std::uint64_t>::max()};
   detail::PushBuffers buffers_;
   // The flush timer's own (attend_if_stale).
   detail::HeldOpsSample held_at_tick_;

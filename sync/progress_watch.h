@@ -42,6 +42,8 @@ class ProgressWatch {
   }
   /// Whether moving() found the count standing still.
   bool stalled() const { return stalled_; }
+  /// The count as moving() last read it (where it stood still, once stalled()).
+  std::uint64_t count() const { return last_; }
 
  private:
   const SpinClock::duration window_;

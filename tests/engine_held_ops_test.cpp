@@ -312,6 +312,52 @@ TEST(HeldOps, ABurstDoesNotWaitForAnOpThatWaitsForItsFrontend) {
   }
 }
 
+// A worker in a long op completes nothing for as long as it runs: the
+// frontend's burst wait finds it stalled, with its CPU time growing, and
+// does not wait again until an op completes; it pushes on at its own pace.
+// Waiting kHeldBurstStall at each check (every 64 pushes past the burst)
+// would take over 250 of them for these pushes; the bound allows a quarter
+// of that. The second of two rounds is timed, once the op blocks are
+// allocated; sanitizers slow the pushes themselves too much for a bound in
+// time.
+TEST(HeldOps, AFrontendWaitsForALongOpOnceNotAtEveryCheck) {
+  const PinnedNeighbours busy(true);
+  constexpr auto kBurst = static_cast<int>(detail::tuning::kHeldBurst);
+  constexpr int kChecks = 256, kPushesPerCheck = 64;
+  Engine engine(threaded(1));
+  const Var gate = engine.new_var(), v = engine.new_var();
+  std::atomic<int> ran{0};
+  const auto push = [&](int ops) {
+    for (int i = 0; i < ops; ++i) engine.push([&](RunContext&) { ++ran; }, {}, {v});
+  };
+  // Pushes behind a long op on the one worker, which runs until they are
+  // pushed; returns how long the pushes past the first burst took.
+  const auto round_behind_a_long_op = [&] {
+    std::atomic<bool> go{false}, saw_go{false};
+    engine.push([&](RunContext&) {
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      while (!go.load() && std::chrono::steady_clock::now() < give_up) {
+      }
+      saw_go = go.load();
+    }, {}, {gate});
+    ran = 0;
+    push(2 * kBurst);  // past the burst: the first wait finds the worker in the long op
+    const auto start = std::chrono::steady_clock::now();
+    push(kChecks * kPushesPerCheck);
+    const auto pushing = std::chrono::steady_clock::now() - start;
+    go = true;
+    engine.wait_all();
+    EXPECT_TRUE(saw_go.load());
+    EXPECT_EQ(ran.load(), 2 * kBurst + kChecks * kPushesPerCheck);
+    return pushing;
+  };
+  round_behind_a_long_op();
+  [[maybe_unused]] const auto pushing = round_behind_a_long_op();
+#if !defined(__SANITIZE_ADDRESS__) && !DEPENGINE_TSAN
+  EXPECT_LT(pushing, kChecks / 4 * detail::tuning::kHeldBurstStall);
+#endif
+}
+
 // ---------------------------------------------------------------- how many workers beside neighbours
 
 TEST(HeldOpsPolicy, ActiveWorkersKeepToTheCoresTheNeighboursLeave) {
