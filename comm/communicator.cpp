@@ -249,6 +249,32 @@ Tensor push_process_counts(CommState& s, std::uint64_t call, int local, const Pu
   return counts;
 }
 
+// What the first op of an allgather or a reduce_scatter reads: the inputs,
+// and with several processes the ranks of each (push_process_counts).
+struct LayoutInputs {
+  std::vector<Var> reads;
+  std::vector<const void*> sources;
+  Tensor counts;  // empty for one process
+
+  const std::int32_t* counts_data() const {
+    return counts.defined() ? static_cast<const std::int32_t*>(counts.data()) : nullptr;
+  }
+};
+
+LayoutInputs push_layout_inputs(CommState& s, std::uint64_t call, const std::vector<Tensor>& inputs,
+                                const PushOptions& options, std::string_view name) {
+  LayoutInputs in;
+  for (const Tensor& t : inputs) {
+    in.reads.push_back(t.var());
+    in.sources.push_back(t.data());
+  }
+  if (s.group->size() > 1) {
+    in.counts = push_process_counts(s, call, static_cast<int>(inputs.size()), options, name);
+    in.reads.push_back(in.counts.var());
+  }
+  return in;
+}
+
 // Where this process's ranks begin among the `ranks` of the group, from the
 // gathered counts; throws (failing the call's operation on every process
 // alike, as the counts are the same everywhere) when the shapes the call was
@@ -636,35 +662,25 @@ void Communicator::allgather(std::vector<Tensor> inputs, std::vector<Tensor> out
   const std::uint64_t call = s.calls++;
   // This process's inputs into its slots of output 0, which begin after the
   // ranks of the processes before it.
-  Tensor counts;
-  std::vector<Var> reads;
-  std::vector<const void*> sources;
-  for (const Tensor& t : inputs) {
-    reads.push_back(t.var());
-    sources.push_back(t.data());
-  }
-  if (processes > 1) {
-    counts = push_process_counts(s, call, local, options, name);
-    reads.push_back(counts.var());
-  }
+  LayoutInputs in = push_layout_inputs(s, call, inputs, options, name);
   s.engine->push(
-      [dtype, sources = std::move(sources), d = gathered.data(), n, ranks, processes, rank = s.group->rank(),
-       counts = processes > 1 ? static_cast<const std::int32_t*>(counts.data()) : nullptr](RunContext&) {
+      [dtype, sources = std::move(in.sources), d = gathered.data(), n, ranks, processes, rank = s.group->rank(),
+       counts = in.counts_data()](RunContext&) {
         const std::int64_t first = counts ? first_rank_of(counts, processes, rank, ranks, "allgather") : 0;
         for (std::size_t j = 0; j < sources.size(); ++j) {
           detail::host_math::copy(dtype, d, (first + static_cast<std::int64_t>(j)) * n, sources[j], 0, n);
         }
       },
-      reads, {gathered.var()}, {.priority = options.priority, .name = name});
+      in.reads, {gathered.var()}, {.priority = options.priority, .name = name});
   if (processes > 1) {
     const Exchange e{.kind = Kind::allgather,
                      .call = call,
                      .data = gathered.data(),
                      .count = n,
-                     .process_counts = static_cast<const std::int32_t*>(counts.data()),
+                     .process_counts = in.counts_data(),
                      .dtype = dtype,
                      .signature = signature(Kind::allgather, dtype, n, ranks, 0, ReduceOp::sum, 0)};
-    push_exchanges(s, {e}, {counts.var()}, {gathered.var()}, options, name);
+    push_exchanges(s, {e}, {in.counts.var()}, {gathered.var()}, options, name);
   }
   for (int i = 1; i < local; ++i) {
     const Tensor& dst = outputs[static_cast<std::size_t>(i)];
@@ -710,28 +726,18 @@ void Communicator::reduce_scatter(std::vector<Tensor> inputs, std::vector<Tensor
 
   std::lock_guard lock(s.push_mutex);
   const std::uint64_t call = s.calls++;
-  Tensor counts;
-  std::vector<Var> reads;
-  std::vector<const void*> sources;
-  for (const Tensor& t : inputs) {
-    reads.push_back(t.var());
-    sources.push_back(t.data());
-  }
-  if (processes > 1) {
-    counts = push_process_counts(s, call, local, options, name);
-    reads.push_back(counts.var());
-  }
+  LayoutInputs in = push_layout_inputs(s, call, inputs, options, name);
   // The process's sum of its inputs, on the host (checked against the
   // gathered counts first: the exchange trusts them).
   const Tensor local_sum = Tensor::empty(engine, {total}, dtype);
   engine.push(
-      [dtype, sources = std::move(sources), d = local_sum.data(), total, ranks, processes, rank = s.group->rank(),
-       counts = processes > 1 ? static_cast<const std::int32_t*>(counts.data()) : nullptr](RunContext&) {
+      [dtype, sources = std::move(in.sources), d = local_sum.data(), total, ranks, processes, rank = s.group->rank(),
+       counts = in.counts_data()](RunContext&) {
         if (counts) first_rank_of(counts, processes, rank, ranks, "reduce_scatter");
         detail::host_math::copy(dtype, d, 0, sources[0], 0, total);
         for (std::size_t j = 1; j < sources.size(); ++j) detail::host_math::add(dtype, d, sources[j], 0, total);
       },
-      reads, {local_sum.var()}, {.priority = options.priority, .name = name});
+      in.reads, {local_sum.var()}, {.priority = options.priority, .name = name});
   // The blocks of this process's ranks, reduced over every process.
   Tensor mine = local_sum;
   if (processes > 1) {
@@ -741,10 +747,10 @@ void Communicator::reduce_scatter(std::vector<Tensor> inputs, std::vector<Tensor
                      .input = local_sum.data(),
                      .data = mine.data(),
                      .count = n,
-                     .process_counts = static_cast<const std::int32_t*>(counts.data()),
+                     .process_counts = in.counts_data(),
                      .dtype = dtype,
                      .signature = signature(Kind::reduce_scatter, dtype, n, ranks, 0, op, 0)};
-    push_exchanges(s, {e}, {local_sum.var(), counts.var()}, {mine.var()}, options, name);
+    push_exchanges(s, {e}, {local_sum.var(), in.counts.var()}, {mine.var()}, options, name);
   }
   const double factor = op == ReduceOp::mean ? 1.0 / static_cast<double>(ranks) : 1.0;
   for (int j = 0; j < local; ++j) {
