@@ -12,7 +12,8 @@
 // slow frontend held them kHeldOpsMaxWait, when the ops in flight reach
 // kHeldOpsMaxInFlight (a frontend without back-pressure that never blocks),
 // or once the neighbours are gone. (A frontend past kHeldBurst ops in flight
-// hands them over itself: engine/threaded_engine.cpp.)
+// hands them over itself: engine/threaded_engine.cpp; whether the workers'
+// stall in that wait was a long op is decided here too.)
 
 #include <chrono>
 #include <cstdint>
@@ -48,6 +49,16 @@ class HeldOps {
     const double us = std::chrono::duration<double, std::micro>(now.when - previous.when).count();
     const bool streaming = static_cast<double>(pushes) >= kStreamingPushesPerUs * us;
     return !streaming && now.when - now.held_since >= kMaxWait;
+  }
+
+  /// Whether the workers, which completed nothing during a burst wait of
+  /// `waited_s`, stood still in a long op: the engine's other threads ran
+  /// for at least kHeldBurstBusyShare of it (`others_cpu_s`, their CPU
+  /// time over the wait). Off their cores they run for none of it, and the
+  /// frontend waits again at its next check, since they run the burst once
+  /// back.
+  static bool stalled_in_long_op(double others_cpu_s, double waited_s) {
+    return waited_s > 0 && others_cpu_s >= tuning::kHeldBurstBusyShare * waited_s;
   }
 };
 

@@ -258,7 +258,9 @@ class ThreadedEngine final : public EngineCore {
     const auto start = detail::SpinClock::now();
     detail::ProgressWatch workers(completed_before, start, detail::tuning::kHeldBurstStall);
     const auto completed = [this] { return counter_.completed(); };
-    for (auto now = start; now - start < detail::tuning::kHeldOpsMaxWait && workers.moving(completed, now);
+    // The watch first: a yield that returns after a neighbour's time slice
+    // outlasts kHeldOpsMaxWait, and the stall must still be judged.
+    for (auto now = start; workers.moving(completed, now) && now - start < detail::tuning::kHeldOpsMaxWait;
          now = detail::SpinClock::now()) {
       if (in_flight() <= kBurst / 4) return;
       std::this_thread::yield();
@@ -266,7 +268,7 @@ class ThreadedEngine final : public EngineCore {
     if (!workers.stalled() || !others_before) return;
     const std::optional<double> others_after = detail::EngineThreadClock::seconds_of_others();
     const double waited_s = std::chrono::duration<double>(detail::SpinClock::now() - start).count();
-    if (others_after && *others_after - *others_before >= detail::tuning::kHeldBurstBusyShare * waited_s) {
+    if (others_after && detail::HeldOps::stalled_in_long_op(*others_after - *others_before, waited_s)) {
       burst_stalled_at_.store(workers.count(), std::memory_order_relaxed);
     }
   }

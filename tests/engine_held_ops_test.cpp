@@ -87,6 +87,19 @@ TEST(HeldOpsPolicy, OpsGetAWorkerOnceTooManyAreInFlightOrTheNeighboursLeft) {
   EXPECT_FALSE(HeldOps::need_worker(previous, now));
 }
 
+// ---------------------------------------------------------------- the burst wait's verdict on a stall
+
+TEST(HeldOpsPolicy, AStallIsALongOpWhenTheOtherThreadsRanForAQuarterOfIt) {
+  const double share = detail::tuning::kHeldBurstBusyShare;
+  // A worker spinning in its op for the whole 300 µs wait, or for a quarter.
+  EXPECT_TRUE(HeldOps::stalled_in_long_op(300e-6, 300e-6));
+  EXPECT_TRUE(HeldOps::stalled_in_long_op(share * 300e-6, 300e-6));
+  // Off its core (a neighbour's time slice), it ran for little or none of it.
+  EXPECT_FALSE(HeldOps::stalled_in_long_op(0.9 * share * 300e-6, 300e-6));
+  EXPECT_FALSE(HeldOps::stalled_in_long_op(0, 300e-6));
+  EXPECT_FALSE(HeldOps::stalled_in_long_op(0, 0));
+}
+
 // ---------------------------------------------------------------- the engine, beside pinned neighbours
 
 int cores() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
@@ -317,11 +330,22 @@ TEST(HeldOps, ABurstDoesNotWaitForAnOpThatWaitsForItsFrontend) {
 // does not wait again until an op completes; it pushes on at its own pace.
 // Waiting kHeldBurstStall at each check (every 64 pushes past the burst)
 // would take over 250 of them for these pushes; the bound allows a quarter
-// of that. The second of two rounds is timed, once the op blocks are
-// allocated; sanitizers slow the pushes themselves too much for a bound in
-// time.
-TEST(HeldOps, AFrontendWaitsForALongOpOnceNotAtEveryCheck) {
+// of that. Beside a real neighbour (a thread spinning all the while), a
+// yield of the waiting frontend may last the neighbour's time slice, longer
+// than the whole wait may, and the stall must still be judged: otherwise
+// the frontend pushed 64 ops per time slice. Two rounds, the second timed
+// once the op blocks are allocated; sanitizers slow the pushes themselves
+// too much for a bound in time.
+void pushes_past_a_long_op_keep_their_pace(bool spinning_neighbour) {
   const PinnedNeighbours busy(true);
+  std::atomic<bool> neighbour_stop{false};
+  std::thread neighbour;
+  if (spinning_neighbour) {
+    neighbour = std::thread([&] {
+      while (!neighbour_stop.load(std::memory_order_relaxed)) {
+      }
+    });
+  }
   constexpr auto kBurst = static_cast<int>(detail::tuning::kHeldBurst);
   constexpr int kChecks = 256, kPushesPerCheck = 64;
   Engine engine(threaded(1));
@@ -353,9 +377,18 @@ TEST(HeldOps, AFrontendWaitsForALongOpOnceNotAtEveryCheck) {
   };
   round_behind_a_long_op();
   [[maybe_unused]] const auto pushing = round_behind_a_long_op();
+  neighbour_stop = true;
+  if (neighbour.joinable()) neighbour.join();
 #if !defined(__SANITIZE_ADDRESS__) && !DEPENGINE_TSAN
   EXPECT_LT(pushing, kChecks / 4 * detail::tuning::kHeldBurstStall);
 #endif
+}
+
+TEST(HeldOps, AFrontendWaitsForALongOpOnceNotAtEveryCheck) { pushes_past_a_long_op_keep_their_pace(false); }
+
+TEST(HeldOps, BesideARealNeighbourAFrontendWaitsForALongOpOnce) {
+  if (cores() < 2) GTEST_SKIP() << "one core: the neighbour, the long op and the frontend would share it";
+  pushes_past_a_long_op_keep_their_pace(true);
 }
 
 // ---------------------------------------------------------------- how many workers beside neighbours
