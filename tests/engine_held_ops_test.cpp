@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <limits>
+#include <stop_token>
 #include <thread>
 #include <vector>
 
@@ -338,11 +339,10 @@ TEST(HeldOps, ABurstDoesNotWaitForAnOpThatWaitsForItsFrontend) {
 // too much for a bound in time.
 void pushes_past_a_long_op_keep_their_pace(bool spinning_neighbour) {
   const PinnedNeighbours busy(true);
-  std::atomic<bool> neighbour_stop{false};
-  std::thread neighbour;
+  std::jthread neighbour;  // stopped and joined however the test ends
   if (spinning_neighbour) {
-    neighbour = std::thread([&] {
-      while (!neighbour_stop.load(std::memory_order_relaxed)) {
+    neighbour = std::jthread([](const std::stop_token& stop) {
+      while (!stop.stop_requested()) {
       }
     });
   }
@@ -377,8 +377,7 @@ void pushes_past_a_long_op_keep_their_pace(bool spinning_neighbour) {
   };
   round_behind_a_long_op();
   [[maybe_unused]] const auto pushing = round_behind_a_long_op();
-  neighbour_stop = true;
-  if (neighbour.joinable()) neighbour.join();
+  neighbour.request_stop();
 #if !defined(__SANITIZE_ADDRESS__) && !DEPENGINE_TSAN
   EXPECT_LT(pushing, kChecks / 4 * detail::tuning::kHeldBurstStall);
 #endif
