@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <limits>
+#include <mutex>
 #include <stop_token>
 #include <thread>
 #include <vector>
@@ -184,6 +185,73 @@ TEST(HeldOps, WaitToReadRunsNoOpOnItsCaller) {
   }
   engine.wait_all();
   EXPECT_FALSE(ran_in_wait.load());
+}
+
+// Priorities (docs/semantics.md) hold for held ops too: they are ready ops
+// of priority 0. The only worker is kept busy first (before the pin, so
+// that a worker takes it), then ops of priorities 0, 5, -3 and 9 become
+// ready while it runs: the one of priority 0 is held, the others queued.
+class PrioritiesBesideBusyNeighbours {
+ public:
+  PrioritiesBesideBusyNeighbours() {
+    engine_.push([this](RunContext&) {
+      started_ = true;
+      while (!open_.load()) std::this_thread::sleep_for(microseconds(50));
+    }, {}, {engine_.new_var()});
+    while (!started_.load()) std::this_thread::yield();
+  }
+
+  Engine& engine() { return engine_; }
+  void open() { open_ = true; }
+  // Pushes an op that logs `priority` (and opens the gate with `opens`).
+  void push(int priority, bool opens = false) {
+    engine_.push([this, priority, opens](RunContext&) {
+      if (opens) open();
+      const std::lock_guard lock(m_);
+      order_.push_back(priority);
+    }, {}, {engine_.new_var()}, {.priority = priority});
+  }
+  std::vector<int> order() {
+    const std::lock_guard lock(m_);
+    return order_;
+  }
+
+ private:
+  // Unbatched: each op is ready, held or queued, when its push returns.
+  Engine engine_{[] {
+    EngineOptions options = threaded(1);
+    options.batch_pushes = false;
+    return options;
+  }()};
+  std::atomic<bool> started_{false}, open_{false};
+  std::mutex m_;
+  std::vector<int> order_;
+};
+
+// No blocking call hands the held op over: the worker, left with the op of
+// negative priority, takes it first.
+TEST(HeldOps, AWorkerRunsHeldOpsBeforeOpsOfNegativePriority) {
+  PrioritiesBesideBusyNeighbours gate;
+  const PinnedNeighbours busy(true);
+  for (const int priority : {0, 5, -3, 9}) gate.push(priority);
+  gate.open();
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (gate.order().size() < 4 && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(microseconds(100));
+  }
+  EXPECT_EQ(gate.order(), (std::vector<int>{9, 5, 0, -3}));
+  gate.engine().wait_all();
+}
+
+// wait_all runs what is queued on its caller: an op of positive priority
+// before the ops its thread held. That op opens the worker's gate.
+TEST(HeldOps, WaitAllRunsOpsOfPositivePriorityBeforeItsHeldOps) {
+  PrioritiesBesideBusyNeighbours gate;
+  const PinnedNeighbours busy(true);
+  gate.push(0);
+  gate.push(5, /*opens=*/true);
+  gate.engine().wait_all();
+  EXPECT_EQ(gate.order(), (std::vector<int>{5, 0}));
 }
 
 // A worker out of work beside busy neighbours sleeps for its engine's next

@@ -215,7 +215,7 @@ void CpuExecutor::worker_loop() {
   OpBlock* batch[kMaxBatch];
   for (;;) {
     bool more = false;
-    std::size_t count = queue_.pop(batch, kMaxBatch, more);
+    std::size_t count = pop_for_worker(batch, kMaxBatch, more);
     if (count == 0) {
       // Open before counted as spinning: a submit that sees the count finds the box.
       if (box >= 0) mailboxes_.open(box);
@@ -233,7 +233,7 @@ void CpuExecutor::worker_loop() {
             break;
           }
         }
-        count = queue_.pop(batch, kMaxBatch - 1, more);
+        count = pop_for_worker(batch, kMaxBatch - 1, more);
         // What it registered may have come to its own box: the next round
         // takes that one first, and leaves what was queued to other workers.
         if (count == 0 && engine_.on_cpu_spinning()) continue;
@@ -301,6 +301,13 @@ void CpuExecutor::worker_loop() {
   running_tasks_.fetch_sub(1, std::memory_order_release);  // last touch of *this
 }
 
+std::size_t CpuExecutor::pop_for_worker(OpBlock** out, std::size_t max, bool& more) {
+  const std::size_t count = queue_.pop(out, max, more, ReadyQueue::Take::non_negative);
+  if (count != 0 || !queue_.holds_negative()) return count;
+  attend();
+  return queue_.pop(out, max, more);
+}
+
 bool CpuExecutor::park(int& placed) {
   placement_.leave(placed);
   placed = -1;
@@ -336,11 +343,12 @@ bool CpuExecutor::help() {
   OpBlock* batch[kMaxBatch];
   bool ran = false;
   bool more = false;
-  // What this thread's pushes held first, one at a time: the others stay
-  // where attend() finds them, should this one wait for one of them (two
-  // ops that wait for each other must not both be this thread's). Then
-  // what the workers left.
+  // What this thread's pushes held, one at a time: the others stay where
+  // attend() finds them, should this one wait for one of them (two ops
+  // that wait for each other must not both be this thread's). Ops of
+  // positive priority before them, the rest of what the workers left after.
   const auto pop = [&] {
+    if (std::size_t first = queue_.pop(batch, kMaxBatch, more, ReadyQueue::Take::positive)) return first;
     const std::size_t held = held_.pop(batch, 1, more);
     return held != 0 ? held : queue_.pop(batch, kMaxBatch, more);
   };

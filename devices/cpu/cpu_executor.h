@@ -87,6 +87,10 @@ class CpuExecutor final : public CpuWorkers {
   /// returns how many it handed over.
   std::size_t deliver_to_spinners(OpBlock* const* ops, std::size_t count);
   void worker_loop();
+  /// A worker's pop from the queue. Held ops are ready ops of priority 0:
+  /// a worker left with only ops of negative priority hands them to the
+  /// workers (attend) and takes them first.
+  std::size_t pop_for_worker(OpBlock** out, std::size_t max, bool& more);
   /// For a worker that retired beside busy threads: sleeps until a submit
   /// hands it work (true: it is active again, on the slot `placed` now
   /// holds) or kWorkerPark passes (false: its task should end).

@@ -137,14 +137,14 @@ OpBlock* ReadyQueue::pop_heap(bool positive_only) {
   return op;
 }
 
-std::size_t ReadyQueue::pop(OpBlock** out, std::size_t max, bool& more) {
+std::size_t ReadyQueue::pop(OpBlock** out, std::size_t max, bool& more, Take take) {
   more = false;
   std::size_t got = 0;
   OpBlock* op = pop_heap(/*positive_only=*/true);
-  if (op == nullptr) {
+  if (op == nullptr && take != Take::positive) {
     if (std::size_t from_rings = pop_rings(out, max, more)) return from_rings;
     got = pop_spill(out, max);
-    if (got == 0) op = pop_heap(/*positive_only=*/false);
+    if (got == 0 && take == Take::all) op = pop_heap(/*positive_only=*/false);
   }
   if (op != nullptr) {
     out[0] = op;

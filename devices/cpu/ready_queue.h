@@ -41,11 +41,19 @@ class ReadyQueue {
   std::size_t push(OpBlock* op);
   /// The same for several ops of priority 0 at once.
   std::size_t push_plain(OpBlock* const* ops, std::size_t count);
+  /// Which ops a pop may take: those of negative priority go after every
+  /// op of priority 0, also after ready ones waiting elsewhere (held ops:
+  /// devices/cpu/cpu_executor.h), which the caller takes in between.
+  enum class Take { all, non_negative, positive };
   /// Takes up to `max` operations to run (a fair share of a ring or of the
   /// overflow, or one prioritized op) into `out`; returns how many, 0 when
   /// none is queued.
   /// `more` tells whether the place they came from still holds some.
-  std::size_t pop(OpBlock** out, std::size_t max, bool& more);
+  std::size_t pop(OpBlock** out, std::size_t max, bool& more, Take take = Take::all);
+  /// Whether ops of negative priority are queued (a hint, without a fence).
+  bool holds_negative() const {
+    return heap_size_.load(std::memory_order_relaxed) != heap_positive_.load(std::memory_order_relaxed);
+  }
   /// For a worker about to sleep, after it lowered the count of active
   /// workers: clears the hints of empty rings, then (after the heavy half of
   /// the AsymmetricFence) tells whether any op is queued. Exact: an op whose
