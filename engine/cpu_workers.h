@@ -50,6 +50,10 @@ class CpuWorkers : public Executor {
   /// True on a thread running this device's ops (a worker, or a helper).
   bool on_worker_thread() const { return t_worker_of == this; }
 
+  /// Whether ops of positive priority wait in the workers' queue (a hint:
+  /// a completion continues with a ready op of priority 0 only if not).
+  bool positive_priority_queued() const { return positive_queued_->load(std::memory_order_relaxed) != 0; }
+
   /// Queues several ready ops at once, all of priority 0 and not
   /// CpuPrioritized (the engine's path for a flushed batch).
   virtual void submit_plain(OpBlock* const* ops, std::size_t count) = 0;
@@ -108,6 +112,8 @@ class CpuWorkers : public Executor {
   // Written by submits that leave ops unattended, read by the engine's timer.
   alignas(64) std::atomic<bool> unattended_{false};
   std::atomic<std::int64_t> unattended_since_{0};  // SpinClock ticks
+  // The queue's count of ops of positive priority, set by the subclass.
+  const std::atomic<int>* positive_queued_ = nullptr;
 
  private:
   static inline thread_local const CpuWorkers* t_worker_of = nullptr;

@@ -26,6 +26,7 @@
 #include <limits>
 #include <optional>
 #include <thread>
+#include <utility>
 
 #include "engine/cpu_workers.h"
 #include "engine/dependency_tracker.h"
@@ -624,10 +625,9 @@ class ThreadedEngine final : public EngineCore {
             // Skipped: a variable it touches failed earlier.
             if (op->kind == OpKind::Async) op->holds.store(1, std::memory_order_relaxed);
             finish(op, std::move(error), ready);
-          } else if (inline_slot && *inline_slot == nullptr && op->kind == OpKind::Sync &&
-                     op->device.is_cpu()) {
+          } else if (inline_slot && *inline_slot == nullptr && op->kind == OpKind::Sync && plain_cpu(*op)) {
             *inline_slot = op;
-          } else if (op->executor == cpu_ && op->priority == 0 && op->property != OpProperty::CpuPrioritized) {
+          } else if (plain_cpu(*op)) {
             group[grouped++] = op;
             if (grouped == kGroup) {
               submit_plain(group, grouped);
@@ -639,7 +639,18 @@ class ThreadedEngine final : public EngineCore {
           break;
       }
     }
+    // Ops of higher priority are ready (some perhaps from this completion):
+    // they run first (docs/semantics.md, Priority).
+    if (inline_slot && *inline_slot && cpu_->positive_priority_queued()) {
+      group[grouped++] = std::exchange(*inline_slot, nullptr);
+    }
     if (grouped != 0) submit_plain(group, grouped);
+  }
+
+  // A CPU op of priority 0: it may continue its predecessor on the same
+  // thread, and joins the others in one hand-over to the workers.
+  bool plain_cpu(const OpBlock& op) const {
+    return op.executor == cpu_ && op.priority == 0 && op.property != OpProperty::CpuPrioritized;
   }
 
   void submit_plain(OpBlock* const* ops, std::size_t count) {

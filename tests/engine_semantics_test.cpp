@@ -420,6 +420,26 @@ TEST_P(Semantics, HigherPriorityRunsFirstAmongReadyOps) {
   EXPECT_EQ(order, (std::vector<int>{9, 5, 0, -3}));
 }
 
+// The ops one completion makes ready are ready at the same time too: the
+// worker that completed it continues with the one of highest priority.
+TEST_P(Semantics, HigherPriorityRunsFirstAmongOpsOneCompletionMakesReady) {
+  if (GetParam() == EngineKind::Naive) GTEST_SKIP() << "the naive engine has no ready queue";
+  Engine engine(options(1));
+  const Var v = engine.new_var();
+  std::vector<int> order;
+  std::mutex m;
+  const int priorities[4] = {-3, 0, 9, 5};
+  engine.push([](RunContext&) { std::this_thread::sleep_for(std::chrono::milliseconds(5)); }, {}, {v});
+  for (const int priority : priorities) {
+    engine.push([&, priority](RunContext&) {
+      const std::lock_guard lock(m);
+      order.push_back(priority);
+    }, {v}, {}, {.priority = priority});
+  }
+  engine.wait_to_write(v);
+  EXPECT_EQ(order, (std::vector<int>{9, 5, 0, -3}));
+}
+
 TEST_P(Semantics, RunContextNamesTheDeviceAndOperation) {
   Engine engine(options());
   Var v = engine.new_var();

@@ -46,7 +46,9 @@ CpuExecutor::CpuExecutor(EngineCore& engine, int threads, int cores)
       arena_(threads, /*reserved_for_masters=*/0),
       queue_(static_cast<std::size_t>(threads)),
       placement_(threads),
-      mailboxes_(threads) {}
+      mailboxes_(threads) {
+  positive_queued_ = &queue_.positive_count();
+}
 
 CpuExecutor::~CpuExecutor() { shutdown(); }
 

@@ -50,6 +50,8 @@ class ReadyQueue {
   /// none is queued.
   /// `more` tells whether the place they came from still holds some.
   std::size_t pop(OpBlock** out, std::size_t max, bool& more, Take take = Take::all);
+  /// How many ops of positive priority are queued.
+  const std::atomic<int>& positive_count() const { return heap_positive_; }
   /// Whether ops of negative priority are queued (a hint, without a fence).
   bool holds_negative() const {
     return heap_size_.load(std::memory_order_relaxed) != heap_positive_.load(std::memory_order_relaxed);
