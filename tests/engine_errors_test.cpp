@@ -14,18 +14,18 @@
 
 #include <depengine/engine.h>
 
+#include "tests/support/engine_setups.h"
 #include "tests/support/message_of.h"
 
 namespace depengine {
 namespace {
 
-class Errors : public ::testing::TestWithParam<EngineKind> {
+class Errors : public EngineSetupTest {
  protected:
-  EngineOptions options() const { return {.kind = GetParam(), .cpu_threads = 2, .read_environment = false}; }
+  EngineOptions options() const { return {.kind = kind(), .cpu_threads = 2, .read_environment = false}; }
 };
 
-INSTANTIATE_TEST_SUITE_P(Engines, Errors, ::testing::Values(EngineKind::Threaded, EngineKind::Naive),
-                         [](const auto& info) { return info.param == EngineKind::Naive ? "Naive" : "Threaded"; });
+INSTANTIATE_TEST_SUITE_P(Engines, Errors, kEngineSetups, engine_setup_name);
 
 TEST_P(Errors, MisuseIsRejectedWithAClearMessageAndNothingRuns) {
   Engine engine(options());

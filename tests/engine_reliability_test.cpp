@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -21,6 +22,7 @@
 #include <depengine/engine.h>
 
 #include "tests/support/message_of.h"
+#include "tests/support/pinned_neighbours.h"
 #include <depengine/executor.h>
 
 namespace depengine {
@@ -29,21 +31,30 @@ namespace {
 struct Config {
   EngineKind kind;
   bool batch_pushes;
+  bool busy_neighbours = false;  // pinned (engine/held_ops.h)
 };
 
 class Reliability : public ::testing::TestWithParam<Config> {
  protected:
+  void SetUp() override {
+    if (GetParam().busy_neighbours) neighbours_.emplace(true);
+  }
+  void TearDown() override { neighbours_.reset(); }
   EngineOptions options() const {
     return {.kind = GetParam().kind, .cpu_threads = 2, .read_environment = false,
             .batch_pushes = GetParam().batch_pushes};
   }
+
+ private:
+  std::optional<PinnedNeighbours> neighbours_;
 };
 
 INSTANTIATE_TEST_SUITE_P(Engines, Reliability,
                          ::testing::Values(Config{EngineKind::Threaded, true}, Config{EngineKind::Threaded, false},
-                                           Config{EngineKind::Naive, false}),
+                                           Config{EngineKind::Threaded, true, true}, Config{EngineKind::Naive, false}),
                          [](const auto& info) {
                            if (info.param.kind == EngineKind::Naive) return std::string("Naive");
+                           if (info.param.busy_neighbours) return std::string("BatchedBesideBusyNeighbours");
                            return std::string(info.param.batch_pushes ? "Batched" : "Unbatched");
                          });
 

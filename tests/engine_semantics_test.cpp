@@ -15,20 +15,20 @@
 #include <depengine/engine.h>
 
 #include "sync/spin_wait.h"
+#include "tests/support/engine_setups.h"
 #include "tests/support/one_cpu.h"
 
 namespace depengine {
 namespace {
 
-class Semantics : public ::testing::TestWithParam<EngineKind> {
+class Semantics : public EngineSetupTest {
  protected:
   EngineOptions options(int threads = 2) const {
-    return {.kind = GetParam(), .cpu_threads = threads, .read_environment = false};
+    return {.kind = kind(), .cpu_threads = threads, .read_environment = false};
   }
 };
 
-INSTANTIATE_TEST_SUITE_P(Engines, Semantics, ::testing::Values(EngineKind::Threaded, EngineKind::Naive),
-                         [](const auto& info) { return info.param == EngineKind::Naive ? "Naive" : "Threaded"; });
+INSTANTIATE_TEST_SUITE_P(Engines, Semantics, kEngineSetups, engine_setup_name);
 
 TEST_P(Semantics, ReadmeExampleComputes) {
   Engine engine(options());
@@ -80,7 +80,7 @@ TEST_P(Semantics, WaitToWriteAlsoWaitsForReads) {
 }
 
 TEST_P(Semantics, WaitToReadDoesNotWaitForUnrelatedWork) {
-  if (GetParam() == EngineKind::Naive) GTEST_SKIP() << "the naive engine runs everything at push";
+  if (kind() == EngineKind::Naive) GTEST_SKIP() << "the naive engine runs everything at push";
   Engine engine(options());
   Var slow = engine.new_var(), fast = engine.new_var();
   std::atomic<bool> release{false}, slow_done{false};
@@ -115,7 +115,7 @@ TEST_P(Semantics, WaitAllWaitsForEverything) {
 }
 
 TEST_P(Semantics, WaitAllRunsQueuedOpsOnTheWaitingThread) {
-  if (GetParam() == EngineKind::Naive) GTEST_SKIP() << "the naive engine runs everything at push";
+  if (kind() == EngineKind::Naive) GTEST_SKIP() << "the naive engine runs everything at push";
   if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one core: its only worker leaves no core to help on";
   Engine engine(options(1));
   std::atomic<bool> blocker_started{false}, helper_ran{false};
@@ -164,7 +164,7 @@ class Rendezvous {
 };
 
 TEST_P(Semantics, ConcurrentReadersMayOverlap) {
-  if (GetParam() == EngineKind::Naive) GTEST_SKIP() << "the naive engine runs one op at a time";
+  if (kind() == EngineKind::Naive) GTEST_SKIP() << "the naive engine runs one op at a time";
   Engine engine(options(2));
   Var v = engine.new_var();
   Rendezvous readers(std::chrono::seconds(20));
@@ -203,7 +203,7 @@ class HeldWorker {
 // that its pushes go on; it runs none of the ready ops (a push does not
 // wait for computation), which run once the worker is back.
 TEST_P(Semantics, PushesGoOnWhileTheWorkerStandsStillAndRunNothing) {
-  if (GetParam() == EngineKind::Naive) GTEST_SKIP() << "the naive engine runs every op on the pushing thread";
+  if (kind() == EngineKind::Naive) GTEST_SKIP() << "the naive engine runs every op on the pushing thread";
   Engine engine(options(1));
   HeldWorker held(engine);
   const Var blocked = held.var();
@@ -234,7 +234,7 @@ TEST_P(Semantics, PushesGoOnWhileTheWorkerStandsStillAndRunNothing) {
 // (docs/architecture.md, "Waiting"), instead of leaving them to a worker
 // that must win back its core first; it runs none of their ops.
 TEST_P(Semantics, PushesRunNothingWhileTheProcessLosesCores) {
-  if (GetParam() == EngineKind::Naive) GTEST_SKIP() << "the naive engine runs every op on the pushing thread";
+  if (kind() == EngineKind::Naive) GTEST_SKIP() << "the naive engine runs every op on the pushing thread";
   if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "needs a core beside the one worker";
   Engine engine(options(1));
   HeldWorker held(engine);  // keeps the worker active, so that pushes are batched
@@ -259,7 +259,7 @@ TEST_P(Semantics, PushesRunNothingWhileTheProcessLosesCores) {
 }
 
 TEST_P(Semantics, IndependentOpsPushedWhileAWorkerSpinsRunAtOnce) {
-  if (GetParam() == EngineKind::Naive) GTEST_SKIP() << "the naive engine runs one op at a time";
+  if (kind() == EngineKind::Naive) GTEST_SKIP() << "the naive engine runs one op at a time";
   Engine engine(options(2));
   // Right after an op, its worker spins for more and registers the next
   // pushes itself; the two ops made ready then must not both stay with it.
@@ -389,7 +389,7 @@ TEST_P(Semantics, DeletedSlotsAreRecycledAndStaleHandlesRejected) {
 }
 
 TEST_P(Semantics, HigherPriorityRunsFirstAmongReadyOps) {
-  if (GetParam() == EngineKind::Naive) GTEST_SKIP() << "the naive engine has no ready queue";
+  if (kind() == EngineKind::Naive) GTEST_SKIP() << "the naive engine has no ready queue";
   // Unbatched: each push below is in the ready queue when it returns. A
   // batch may be registered by another thread (the flush timer), and a wait
   // on another variable does not wait for that registration to dispatch.
@@ -423,7 +423,7 @@ TEST_P(Semantics, HigherPriorityRunsFirstAmongReadyOps) {
 // The ops one completion makes ready are ready at the same time too: the
 // worker that completed it continues with the one of highest priority.
 TEST_P(Semantics, HigherPriorityRunsFirstAmongOpsOneCompletionMakesReady) {
-  if (GetParam() == EngineKind::Naive) GTEST_SKIP() << "the naive engine has no ready queue";
+  if (kind() == EngineKind::Naive) GTEST_SKIP() << "the naive engine has no ready queue";
   Engine engine(options(1));
   const Var v = engine.new_var();
   std::vector<int> order;

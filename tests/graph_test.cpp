@@ -15,16 +15,17 @@
 #include <depengine/engine.h>
 #include <depengine/graph.h>
 
+#include "tests/support/engine_setups.h"
+
 namespace depengine {
 namespace {
 
-class GraphRules : public ::testing::TestWithParam<EngineKind> {
+class GraphRules : public EngineSetupTest {
  protected:
-  EngineOptions options() const { return {.kind = GetParam(), .cpu_threads = 2, .read_environment = false}; }
+  EngineOptions options() const { return {.kind = kind(), .cpu_threads = 2, .read_environment = false}; }
 };
 
-INSTANTIATE_TEST_SUITE_P(Engines, GraphRules, ::testing::Values(EngineKind::Threaded, EngineKind::Naive),
-                         [](const auto& info) { return info.param == EngineKind::Naive ? "naive" : "threaded"; });
+INSTANTIATE_TEST_SUITE_P(Engines, GraphRules, kEngineSetups, engine_setup_name);
 
 TEST_P(GraphRules, TheBodyIsRecordedNotRun) {
   Engine engine(options());
@@ -306,7 +307,7 @@ TEST_P(GraphRules, DestroyingAGraphWhileItsReplaysAreInFlightIsSafe) {
   Var v = engine.new_var();
   std::atomic<int> runs{0};
   // The naive engine runs this at once: it holds nothing back there.
-  std::atomic<bool> go{GetParam() == EngineKind::Naive};
+  std::atomic<bool> go{kind() == EngineKind::Naive};
   engine.push([&](RunContext&) { while (!go.load()) std::this_thread::yield(); }, {}, {v});
   {
     Graph g = engine.capture([&] {
@@ -323,7 +324,7 @@ TEST_P(GraphRules, DestroyingAGraphWhileItsReplaysAreInFlightIsSafe) {
 
 TEST_P(GraphRules, WideGraphsDestroyedWithReplaysInFlightRunEveryNodeOnce) {
   // Wide enough for helpers to share the ready nodes, destroyed at once.
-  Engine engine({.kind = GetParam(), .cpu_threads = 4, .read_environment = false});
+  Engine engine({.kind = kind(), .cpu_threads = 4, .read_environment = false});
   constexpr int kWidth = 300, kReplays = 40;
   Var in = engine.new_var("in");
   std::vector<std::atomic<int>> counts(kWidth);
@@ -443,7 +444,7 @@ TEST_P(GraphRules, AGraphOnOneEmulatedDeviceIsOneLaunchPerReplay) {
   std::vector<int> expected;
   for (int i = 0; i < 5; ++i) expected.insert(expected.end(), {0, 1, 2, 3});
   EXPECT_EQ(log, expected);
-  if (GetParam() == EngineKind::Threaded) {
+  if (kind() == EngineKind::Threaded) {
     EXPECT_EQ(replay_launches.load(), 5);  // one launch per replay, not one per op
     EXPECT_EQ(launches.load(), 5);
   } else {
@@ -474,7 +475,7 @@ TEST_P(GraphRules, AGraphOnOneEmulatedDeviceKeepsItsStreams) {
   for (int i = 0; i < 4; ++i) engine.replay(g);
   engine.wait_to_read(w);
   EXPECT_EQ(vw, 4 * 33);
-  if (GetParam() == EngineKind::Naive) return;  // pushed op by op: nothing to place
+  if (kind() == EngineKind::Naive) return;  // pushed op by op: nothing to place
   EXPECT_EQ(launches.load(), 4 * 3);  // per replay: one task on each stream used, not one per node
   EXPECT_EQ(stream_of[0], stream_of[1]);  // a chain stays on its stream
   EXPECT_EQ(stream_of[0], stream_of[2]);
@@ -488,7 +489,7 @@ TEST_P(GraphRules, AGraphOnOneEmulatedDeviceKeepsItsStreams) {
 }
 
 TEST_P(GraphRules, IndependentNodesOfAGraphOnOneEmulatedDeviceRunAtOnce) {
-  if (GetParam() == EngineKind::Naive) GTEST_SKIP() << "the naive engine runs a replay's ops one by one, inline";
+  if (kind() == EngineKind::Naive) GTEST_SKIP() << "the naive engine runs a replay's ops one by one, inline";
   Engine engine(options());
   add_emulated_device(engine, 0, {.compute_streams = 2});
   Var a = engine.new_var("a"), b = engine.new_var("b");
@@ -589,7 +590,7 @@ TEST_P(GraphRules, AnOpOnAVariableOnlyTheGraphTouchedWaitsForTheReplaysInFlight)
     log.push_back(std::move(what));
   };
   Var gate = engine.new_var("gate"), v = engine.new_var("v");
-  std::atomic<bool> go{GetParam() == EngineKind::Naive};
+  std::atomic<bool> go{kind() == EngineKind::Naive};
   Graph g = engine.capture([&] { engine.push([&](RunContext&) { note("replay"); }, {}, {v}); });
   engine.replay(g);  // alone: v is the graph's from now on
   engine.wait_all();
@@ -687,7 +688,7 @@ TEST_P(GraphRules, VariablesAGraphHeldGoBackToEagerOpsWhenItIsDestroyed) {
 // (GraphRun::worth_a_helper): two nodes that each wait for the other to
 // start finish only if they run at once, replay after replay.
 TEST_P(GraphRules, SlowReadyNodesOfAReplayShareTheWorkers) {
-  if (GetParam() == EngineKind::Naive) GTEST_SKIP() << "the naive engine runs a replay's ops one by one, inline";
+  if (kind() == EngineKind::Naive) GTEST_SKIP() << "the naive engine runs a replay's ops one by one, inline";
   Engine engine(options());
   Var a = engine.new_var("a"), b = engine.new_var("b");
   std::atomic<int> started{0};

@@ -393,7 +393,8 @@ TEST_F(ProfilerTest, AnUnwritableEnvironmentProfileFailsTheEngineAtOnce) {
     Engine engine;
     ADD_FAILURE() << "an engine was made that could never write its profile";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("/nonexistent-depengine-dir/run.json"), std::string::npos) << e.what();
+    // run.json, or run.N.json for the Nth engine of the process to profile there.
+    EXPECT_NE(std::string(e.what()).find("'/nonexistent-depengine-dir/run."), std::string::npos) << e.what();
   }
   ::unsetenv("DEPENGINE_PROFILE");
 }
