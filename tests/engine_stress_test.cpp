@@ -20,6 +20,7 @@
 #include <oneapi/tbb/global_control.h>
 
 #include "sync/engine_thread_clock.h"
+#include "tests/support/pinned_neighbours.h"
 #include "tests/support/thread_cpu_spin.h"
 
 #include <sys/wait.h>
@@ -132,8 +133,9 @@ TEST(Stress, IdleEngineGoesQuiet) {
 }
 
 // An idle engine uses no CPU: once its work is done and its workers have
-// retired, nothing of it spins or ticks (getrusage over an idle second).
-TEST(Stress, AnIdleEngineUsesNoCpu) {
+// retired (or, beside busy neighbours, parked), nothing of it spins or ticks
+// (getrusage over an idle second).
+void expect_no_cpu_once_idle() {
   Engine engine({.cpu_threads = 2, .read_environment = false});
   Var v = engine.new_var();
   for (int i = 0; i < 10000; ++i) engine.push([](RunContext&) {}, {}, {v});
@@ -151,6 +153,13 @@ TEST(Stress, AnIdleEngineUsesNoCpu) {
   EXPECT_LT(used, 0.05) << "an idle engine used " << used << " s of CPU in one second";
   engine.push([](RunContext&) {}, {}, {v});  // and it still runs new work
   engine.wait_all();
+}
+
+TEST(Stress, AnIdleEngineUsesNoCpu) { expect_no_cpu_once_idle(); }
+
+TEST(Stress, AnIdleEngineUsesNoCpuBesideBusyNeighbours) {
+  const PinnedNeighbours busy(true);
+  expect_no_cpu_once_idle();
 }
 
 #if defined(__linux__)
