@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "depengine/executor.h"
 #include "sync/machine_load.h"
@@ -88,6 +89,9 @@ class CpuWorkers : public Executor {
   /// one), one more worker is started, past the cap if need be. Returns
   /// whether it still watches (false once the last worker retired).
   virtual bool watch_queue(std::uint64_t completed) = 0;
+  /// CPU seconds this device's workers spent running its worker tasks (not
+  /// its helpers'); none where a thread's clock cannot be read.
+  virtual std::optional<double> workers_cpu_seconds() const = 0;
 
  protected:
   CpuWorkers(int threads, bool spare_core) : threads_(threads), spare_core_(spare_core) {}

@@ -52,13 +52,13 @@ class HeldOps {
   }
 
   /// Whether the workers, which completed nothing during a burst wait of
-  /// `waited_s`, stood still in a long op: the engine's other threads ran
-  /// for at least kHeldBurstBusyShare of it (`others_cpu_s`, their CPU
-  /// time over the wait). Off their cores they run for none of it, and the
-  /// frontend waits again at its next check, since they run the burst once
-  /// back.
-  static bool stalled_in_long_op(double others_cpu_s, double waited_s) {
-    return waited_s > 0 && others_cpu_s >= tuning::kHeldBurstBusyShare * waited_s;
+  /// `waited_s`, stood still in a long op: they ran for at least
+  /// kHeldBurstBusyShare of it (`workers_cpu_s`, the engine's workers' CPU
+  /// time over the wait: devices/cpu/worker_clocks.h). Off their cores they
+  /// run for none of it, and the frontend waits again at its next check,
+  /// since they run the burst once back.
+  static bool stalled_in_long_op(double workers_cpu_s, double waited_s) {
+    return waited_s > 0 && workers_cpu_s >= tuning::kHeldBurstBusyShare * waited_s;
   }
 };
 

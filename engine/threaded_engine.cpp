@@ -255,7 +255,7 @@ class ThreadedEngine final : public EngineCore {
     cpu_->attend();
     const std::uint64_t completed_before = counter_.completed();
     if (completed_before == burst_stalled_at_.load(std::memory_order_relaxed)) return;
-    const std::optional<double> others_before = detail::EngineThreadClock::seconds_of_others();
+    const std::optional<double> workers_before = cpu_->workers_cpu_seconds();
     const auto start = detail::SpinClock::now();
     detail::ProgressWatch workers(completed_before, start, detail::tuning::kHeldBurstStall);
     const auto completed = [this] { return counter_.completed(); };
@@ -266,10 +266,10 @@ class ThreadedEngine final : public EngineCore {
       if (in_flight() <= kBurst / 4) return;
       std::this_thread::yield();
     }
-    if (!workers.stalled() || !others_before) return;
-    const std::optional<double> others_after = detail::EngineThreadClock::seconds_of_others();
+    if (!workers.stalled() || !workers_before) return;
+    const std::optional<double> workers_after = cpu_->workers_cpu_seconds();
     const double waited_s = std::chrono::duration<double>(detail::SpinClock::now() - start).count();
-    if (others_after && detail::HeldOps::stalled_in_long_op(*others_after - *others_before, waited_s)) {
+    if (workers_after && detail::HeldOps::stalled_in_long_op(*workers_after - *workers_before, waited_s)) {
       burst_stalled_at_.store(workers.count(), std::memory_order_relaxed);
     }
   }

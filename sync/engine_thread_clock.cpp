@@ -27,9 +27,6 @@ Registry& registry() {
   return *r;
 }
 
-// Whether the calling thread's clock is counted in seconds().
-thread_local bool t_counted = false;
-
 // Removes its thread's clock, keeping its time, as the thread ends.
 struct Enlisted {
   clockid_t clock{};
@@ -57,7 +54,6 @@ void EngineThreadClock::enlist_slow() {
   std::lock_guard lock(r.mutex);
   r.live.push_back(enlisted.clock);
   enlisted.counted = true;
-  t_counted = true;
 #endif
 }
 
@@ -74,18 +70,6 @@ std::optional<double> EngineThreadClock::seconds() {
   return total;
 #else
   return std::nullopt;
-#endif
-}
-
-std::optional<double> EngineThreadClock::seconds_of_others() {
-  const std::optional<double> all = seconds();
-#if defined(__linux__)
-  if (!all || !t_counted) return all;
-  timespec own{};
-  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &own) != 0) return std::nullopt;
-  return *all - seconds_of(own);
-#else
-  return all;
 #endif
 }
 

@@ -27,9 +27,6 @@ class EngineThreadClock {
   /// CPU seconds the enlisted threads have spent, those that ended
   /// included; none where a clock cannot be read.
   static std::optional<double> seconds();
-  /// The same less the calling thread's own (for a frontend: what the
-  /// workers, and the other frontends, spent).
-  static std::optional<double> seconds_of_others();
 
  private:
   static void enlist_slow();

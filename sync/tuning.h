@@ -49,7 +49,7 @@ inline constexpr std::int64_t kHeldBurst = 512;
 /// up to 90 µs to run on the 2-core VM; an op may wait for the frontend).
 inline constexpr auto kHeldBurstStall = std::chrono::microseconds(300);
 /// Such a stall counts as a long op (not waited for again until an op
-/// completes) when the engine's other threads ran for at least this share
+/// completes) when the engine's workers ran for at least this share
 /// of it; a worker off its core for the stall runs for none of it.
 inline constexpr double kHeldBurstBusyShare = 0.25;
 /// Queued ops left to the active workers (devices/cpu/cpu_executor.h) get

@@ -9,6 +9,7 @@ depengine_add_test(device_emulated_tests
   device_cpu_worker_mailboxes_test.cpp
   device_cpu_parked_workers_test.cpp
   device_cpu_late_starts_test.cpp
+  device_cpu_worker_clocks_test.cpp
 )
 if(DEPENGINE_CUDA_ENABLED)
   depengine_add_test(device_cuda_tests device_cuda_test.cpp device_cuda_graph_test.cpp)

@@ -142,26 +142,6 @@ TEST(EngineThreadClock, AnEnlistedThreadsTimeCountsWhileItRunsAndAfterItEnds) {
 #endif
 }
 
-// What a frontend learns of its workers: the other enlisted threads' time,
-// without its own.
-TEST(EngineThreadClock, TheOthersTimeLeavesOutTheCallersOwn) {
-#if defined(__linux__)
-  EngineThreadClock::enlist();
-  const double others_before = EngineThreadClock::seconds_of_others().value();
-  spin_for_thread_cpu(std::chrono::milliseconds(200));
-  const double after_own_spin = EngineThreadClock::seconds_of_others().value();
-  std::thread engine_thread([] {
-    EngineThreadClock::enlist();
-    spin_for_thread_cpu(std::chrono::milliseconds(200));
-  });
-  engine_thread.join();
-  const double after_others_spin = EngineThreadClock::seconds_of_others().value();
-  EXPECT_LT(after_own_spin - others_before, 0.1);
-  EXPECT_GE(after_others_spin - after_own_spin, 0.15);
-#else
-  EXPECT_FALSE(EngineThreadClock::seconds_of_others().has_value());
-#endif
-}
 
 #if defined(__linux__)
 // A child process that spins is another process keeping a core busy: seen

@@ -207,6 +207,7 @@ void CpuExecutor::start_worker_if_needed(std::size_t backlog) {
 
 void CpuExecutor::worker_loop() {
   EngineThreadClock::enlist();
+  const int clock = clocks_.enter();
   use_short_slice(false);
   int placed = arrive();
   bool beside_busy = false;  // when it last retired
@@ -300,6 +301,7 @@ void CpuExecutor::worker_loop() {
   // idle thread would take turns from our frontend, which a parked worker
   // does not.
   use_short_slice(beside_busy);
+  clocks_.leave(clock);
   running_tasks_.fetch_sub(1, std::memory_order_release);  // last touch of *this
 }
 

@@ -24,6 +24,7 @@
 #include "devices/cpu/late_starts.h"
 #include "devices/cpu/parked_workers.h"
 #include "devices/cpu/ready_queue.h"
+#include "devices/cpu/worker_clocks.h"
 #include "devices/cpu/worker_mailboxes.h"
 #include "devices/cpu/worker_placement.h"
 #include "engine/cpu_workers.h"
@@ -47,6 +48,7 @@ class CpuExecutor final : public CpuWorkers {
   void submit_plain(OpBlock* const* ops, std::size_t count) override;
   void submit_unattended(OpBlock* const* ops, std::size_t count) override;
   void attend() override;
+  std::optional<double> workers_cpu_seconds() const override { return clocks_.seconds(); }
   void shutdown() override;
   /// The thread would only sleep otherwise, and ops it runs need no hand-off.
   bool help() override;
@@ -126,6 +128,7 @@ class CpuExecutor final : public CpuWorkers {
   ReadyQueue held_{1};
   WorkerPlacement placement_;
   WorkerMailboxes mailboxes_;
+  WorkerClocks clocks_;
   ParkedWorkers parked_;
   // Every op a worker runs reads it; starts and arrivals write it.
   alignas(64) LateStarts starts_;
