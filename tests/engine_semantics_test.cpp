@@ -9,6 +9,7 @@
 #include <functional>
 #include <future>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -438,6 +439,37 @@ TEST_P(Semantics, HigherPriorityRunsFirstAmongOpsOneCompletionMakesReady) {
   }
   engine.wait_to_write(v);
   EXPECT_EQ(order, (std::vector<int>{9, 5, 0, -3}));
+}
+
+// A worker takes several ready ops at once; one of higher priority that
+// becomes ready while it runs the first (pushed from inside it) runs before
+// the others.
+TEST_P(Semantics, HigherPriorityRunsBeforeOpsAWorkerTookTogether) {
+  if (kind() == EngineKind::Naive) GTEST_SKIP() << "the naive engine runs every op at push";
+  EngineOptions unbatched = options(1);
+  unbatched.batch_pushes = false;  // each op is ready when its push returns
+  Engine engine(unbatched);
+  std::atomic<bool> started{false}, open{false};
+  engine.push([&](RunContext&) {
+    started = true;
+    while (!open.load()) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }, {}, {engine.new_var()});
+  while (!started) std::this_thread::yield();
+  std::vector<std::string> order;
+  std::mutex m;
+  const auto log = [&](const char* name) {
+    const std::lock_guard lock(m);
+    order.push_back(name);
+  };
+  const Var urgent = engine.new_var();
+  engine.push([&](RunContext&) {
+    engine.push([&](RunContext&) { log("urgent"); }, {}, {urgent}, {.priority = 9});
+    log("a");
+  }, {}, {engine.new_var()});
+  for (const char* name : {"b", "c"}) engine.push([&, name](RunContext&) { log(name); }, {}, {engine.new_var()});
+  open = true;
+  engine.wait_all();
+  EXPECT_EQ(order, (std::vector<std::string>{"a", "urgent", "b", "c"}));
 }
 
 TEST_P(Semantics, RunContextNamesTheDeviceAndOperation) {

@@ -381,7 +381,15 @@ std::size_t CpuExecutor::run_batch(OpBlock** batch, std::size_t count, int slot)
   for (std::size_t i = 0; i < count; ++i) prefetch_entries(batch[i]);
   for (std::size_t i = 0; i < count; ++i) prefetch_vars(batch[i]);
   std::size_t ran = 0;
-  for (std::size_t i = 0; i < count; ++i) ran += run_chain(batch[i], slot);
+  for (std::size_t i = 0; i < count; ++i) {
+    // An op of positive priority that became ready meanwhile runs before
+    // the rest (docs/semantics.md, Priority): they go back to the queue.
+    if (i != 0 && positive_priority_queued()) [[unlikely]] {
+      start_worker_if_needed(queue_.push_plain(batch + i, count - i));
+      break;
+    }
+    ran += run_chain(batch[i], slot);
+  }
   return ran;
 }
 

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <optional>
+#include <ostream>
 #include <string>
 
 #include <depengine/engine.h>
@@ -29,6 +30,7 @@ inline const auto kEngineSetups =
                       EngineSetup{depengine::EngineKind::Naive, false, "Naive"});
 
 inline std::string engine_setup_name(const ::testing::TestParamInfo<EngineSetup>& info) { return info.param.name; }
+inline void PrintTo(const EngineSetup& setup, std::ostream* os) { *os << setup.name; }
 
 class EngineSetupTest : public ::testing::TestWithParam<EngineSetup> {
  protected:
