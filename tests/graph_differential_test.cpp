@@ -6,12 +6,14 @@
 
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <mutex>
 #include <random>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include <depengine/completion.h>
@@ -20,6 +22,7 @@
 #include <depengine/graph.h>
 
 #include "bench/support/random_workload.h"
+#include "tests/support/pinned_neighbours.h"
 
 namespace depengine {
 namespace {
@@ -263,13 +266,14 @@ INSTANTIATE_TEST_SUITE_P(WorkersAndPushers, GraphDifferential,
                                   std::to_string(std::get<1>(info.param));
                          });
 
-TEST_P(GraphDifferential, ReplaysMatchTheNaiveEngineBitForBit) {
-  const auto [workers, pushers] = GetParam();
+// Runs the seeds' scripts on `kinds` with `workers` and `pushers`, each
+// against the naive engine running it from one thread.
+void expect_replays_match_the_naive_engine(int workers, int pushers, std::initializer_list<EngineKind> kinds) {
   for (int seed = 1; seed <= 6; ++seed) {
     const bool with_errors = seed % 3 == 0;
     const Script s = make_script(seed * 7919 + workers * 13 + pushers, with_errors);
     const Outcome expected = run(s, {.kind = EngineKind::Naive, .read_environment = false}, 1, false);
-    for (const EngineKind kind : {EngineKind::Threaded, EngineKind::Naive}) {
+    for (const EngineKind kind : kinds) {
       const Outcome actual = run(s, {.kind = kind, .cpu_threads = workers, .read_environment = false}, pushers, true);
       const std::string where = "seed " + std::to_string(seed) + (kind == EngineKind::Naive ? " naive" : " threaded");
       ASSERT_EQ(actual.shared_values, expected.shared_values) << where;
@@ -283,6 +287,20 @@ TEST_P(GraphDifferential, ReplaysMatchTheNaiveEngineBitForBit) {
         }
       }
     }
+  }
+}
+
+TEST_P(GraphDifferential, ReplaysMatchTheNaiveEngineBitForBit) {
+  const auto [workers, pushers] = GetParam();
+  expect_replays_match_the_naive_engine(workers, pushers, {EngineKind::Threaded, EngineKind::Naive});
+}
+
+// Beside busy neighbours (pinned), where the ops a frontend's pushes and
+// replays make ready are held for it (engine/held_ops.h).
+TEST(GraphDifferentialHeldOps, ReplaysMatchTheNaiveEngineWithOpsHeldForTheirFrontends) {
+  const PinnedNeighbours busy(true);
+  for (const auto [workers, pushers] : {std::pair{1, 1}, std::pair{2, 4}}) {
+    expect_replays_match_the_naive_engine(workers, pushers, {EngineKind::Threaded});
   }
 }
 
