@@ -91,16 +91,20 @@ bool CpuExecutor::clear_unattended() {
 }
 
 void CpuExecutor::attend() {
-  if (clear_unattended()) hand_held_to_workers();
+  if (unattended_.load(std::memory_order_seq_cst)) hand_held_to_workers(/*clear=*/true);
 }
 
-void CpuExecutor::hand_held_to_workers() {
-  OpBlock* batch[kMaxBatch];
-  bool more = false;
+void CpuExecutor::hand_held_to_workers(bool clear) {
   bool moved = false;
-  while (std::size_t count = held_.pop(batch, kMaxBatch, more)) {
-    queue_.push_plain(batch, count);
-    moved = true;
+  {
+    const std::lock_guard lock(held_moves_);
+    if (clear && !clear_unattended()) return;
+    OpBlock* batch[kMaxBatch];
+    bool more = false;
+    while (std::size_t count = held_.pop(batch, kMaxBatch, more)) {
+      queue_.push_plain(batch, count);
+      moved = true;
+    }
   }
   // One worker, whatever the backlog: beside busy neighbours one more
   // thread is what the cores have room for.
@@ -308,7 +312,9 @@ void CpuExecutor::worker_loop() {
 std::size_t CpuExecutor::pop_for_worker(OpBlock** out, std::size_t max, bool& more) {
   const std::size_t count = queue_.pop(out, max, more, ReadyQueue::Take::non_negative);
   if (count != 0 || !queue_.holds_negative()) return count;
-  attend();
+  // Whatever is held, marked or not (a helper clears the mark before it
+  // runs the last ones); after a move another thread has under way.
+  hand_held_to_workers();
   return queue_.pop(out, max, more);
 }
 

@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/task_arena.h>
@@ -80,8 +81,11 @@ class CpuExecutor final : public CpuWorkers {
   void end_watch();
   void start_worker_if_needed(std::size_t backlog);
   /// Moves the ops queued unattended to the workers' queue and starts a
-  /// worker for them.
-  void hand_held_to_workers();
+  /// worker for them; with `clear`, only if the mark of ops queued
+  /// unattended was set (clearing it). Under held_moves_, the mark's
+  /// clearing included: a thread that takes the lock after another's
+  /// attend() finds the ops in the queue.
+  void hand_held_to_workers(bool clear = false);
   /// Clears the mark of ops queued unattended; whether it was set and ops
   /// are still queued.
   bool clear_unattended();
@@ -90,8 +94,8 @@ class CpuExecutor final : public CpuWorkers {
   std::size_t deliver_to_spinners(OpBlock* const* ops, std::size_t count);
   void worker_loop();
   /// A worker's pop from the queue. Held ops are ready ops of priority 0:
-  /// a worker left with only ops of negative priority hands them to the
-  /// workers (attend) and takes them first.
+  /// a worker left with only ops of negative priority moves them to the
+  /// queue (hand_held_to_workers) and takes them first.
   std::size_t pop_for_worker(OpBlock** out, std::size_t max, bool& more);
   /// For a worker that retired beside busy threads: sleeps until a submit
   /// hands it work (true: it is active again, on the slot `placed` now
@@ -126,6 +130,7 @@ class CpuExecutor final : public CpuWorkers {
   // The ops queued unattended (submit_unattended): a helper's, until
   // attend() hands them to the workers.
   ReadyQueue held_{1};
+  std::mutex held_moves_;
   WorkerPlacement placement_;
   WorkerMailboxes mailboxes_;
   WorkerClocks clocks_;
