@@ -443,7 +443,8 @@ TEST_P(Semantics, HigherPriorityRunsFirstAmongOpsOneCompletionMakesReady) {
 
 // A worker takes several ready ops at once; one of higher priority that
 // becomes ready while it runs the first (pushed from inside it) runs before
-// the others.
+// the others. Waits that run no op on their caller, as in
+// HigherPriorityRunsFirstAmongReadyOps.
 TEST_P(Semantics, HigherPriorityRunsBeforeOpsAWorkerTookTogether) {
   if (kind() == EngineKind::Naive) GTEST_SKIP() << "the naive engine runs every op at push";
   EngineOptions unbatched = options(1);
@@ -461,14 +462,16 @@ TEST_P(Semantics, HigherPriorityRunsBeforeOpsAWorkerTookTogether) {
     const std::lock_guard lock(m);
     order.push_back(name);
   };
-  const Var urgent = engine.new_var();
+  const Var a = engine.new_var(), b = engine.new_var(), c = engine.new_var(), urgent = engine.new_var();
   engine.push([&](RunContext&) {
-    engine.push([&](RunContext&) { log("urgent"); }, {}, {urgent}, {.priority = 9});
     log("a");
-  }, {}, {engine.new_var()});
-  for (const char* name : {"b", "c"}) engine.push([&, name](RunContext&) { log(name); }, {}, {engine.new_var()});
+    engine.push([&](RunContext&) { log("urgent"); }, {}, {urgent}, {.priority = 9});
+  }, {}, {a});
+  engine.push([&](RunContext&) { log("b"); }, {}, {b});
+  engine.push([&](RunContext&) { log("c"); }, {}, {c});
   open = true;
-  engine.wait_all();
+  for (const Var v : {a, b, c}) engine.wait_to_read(v);
+  engine.wait_to_read(urgent);
   EXPECT_EQ(order, (std::vector<std::string>{"a", "urgent", "b", "c"}));
 }
 
