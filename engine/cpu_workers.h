@@ -92,6 +92,9 @@ class CpuWorkers : public Executor {
   /// CPU seconds this device's workers spent running its worker tasks (not
   /// its helpers'); none where a thread's clock cannot be read.
   virtual std::optional<double> workers_cpu_seconds() const = 0;
+  /// Whether every worker task of this device sleeps now (in an op that
+  /// waits, or parked), none runnable; false with none, or unknown.
+  virtual bool workers_asleep() const = 0;
 
  protected:
   CpuWorkers(int threads, bool spare_core) : threads_(threads), spare_core_(spare_core) {}

@@ -68,6 +68,40 @@ TEST(WorkerClocks, SlotsAreReusedAndGrowWithTasksAtOnce) {
   EXPECT_TRUE(clocks.seconds().has_value());
 }
 
+// Asleep: every task in sleeps (in an op that waits, say), none runnable.
+TEST(WorkerClocks, AllAsleepWhenEveryTaskSleepsAndOneIsIn) {
+  WorkerClocks clocks;
+  EXPECT_FALSE(clocks.all_asleep()) << "no task: none to be asleep (a start may be pending)";
+  std::atomic<bool> entered{false}, wake{false}, spin{false}, stop{false};
+  std::thread sleeper([&] {
+    const int slot = clocks.enter();
+    entered = true;
+    wake.wait(false);
+    clocks.leave(slot);
+  });
+  while (!entered.load()) std::this_thread::yield();
+  bool asleep = false;
+  for (int i = 0; i < 2000 && !asleep; ++i) {
+    asleep = clocks.all_asleep();
+    if (!asleep) std::this_thread::sleep_for(milliseconds(1));
+  }
+  EXPECT_TRUE(asleep);
+  std::thread spinner([&] {
+    const int slot = clocks.enter();
+    spin = true;
+    while (!stop.load()) {
+    }
+    clocks.leave(slot);
+  });
+  while (!spin.load()) std::this_thread::yield();
+  EXPECT_FALSE(clocks.all_asleep()) << "one task runs";
+  stop = true;
+  spinner.join();
+  wake = true;
+  wake.notify_all();
+  sleeper.join();
+  EXPECT_FALSE(clocks.all_asleep()) << "no task any more";
+}
 #else
 TEST(WorkerClocks, NoClockElsewhere) { EXPECT_FALSE(WorkerClocks().seconds().has_value()); }
 #endif

@@ -91,15 +91,18 @@ TEST(HeldOpsPolicy, OpsGetAWorkerOnceTooManyAreInFlightOrTheNeighboursLeft) {
 
 // ---------------------------------------------------------------- the burst wait's verdict on a stall
 
-TEST(HeldOpsPolicy, AStallIsALongOpWhenTheOtherThreadsRanForAQuarterOfIt) {
+TEST(HeldOpsPolicy, AStallIsALongOpWhenTheWorkersRanForAQuarterOfItOrSleep) {
   const double share = detail::tuning::kHeldBurstBusyShare;
   // A worker spinning in its op for the whole 300 µs wait, or for a quarter.
-  EXPECT_TRUE(HeldOps::stalled_in_long_op(300e-6, 300e-6));
-  EXPECT_TRUE(HeldOps::stalled_in_long_op(share * 300e-6, 300e-6));
-  // Off its core (a neighbour's time slice), it ran for little or none of it.
-  EXPECT_FALSE(HeldOps::stalled_in_long_op(0.9 * share * 300e-6, 300e-6));
-  EXPECT_FALSE(HeldOps::stalled_in_long_op(0, 300e-6));
-  EXPECT_FALSE(HeldOps::stalled_in_long_op(0, 0));
+  EXPECT_TRUE(HeldOps::stalled_in_long_op(300e-6, 300e-6, false));
+  EXPECT_TRUE(HeldOps::stalled_in_long_op(share * 300e-6, 300e-6, false));
+  // Off its core (a neighbour's time slice), it ran for little or none of
+  // it, and it is runnable.
+  EXPECT_FALSE(HeldOps::stalled_in_long_op(0.9 * share * 300e-6, 300e-6, false));
+  EXPECT_FALSE(HeldOps::stalled_in_long_op(0, 300e-6, false));
+  // Asleep in an op that waits for something else: no CPU time either.
+  EXPECT_TRUE(HeldOps::stalled_in_long_op(0, 300e-6, true));
+  EXPECT_FALSE(HeldOps::stalled_in_long_op(0, 0, true));
 }
 
 // ---------------------------------------------------------------- the engine, beside pinned neighbours
@@ -402,10 +405,14 @@ TEST(HeldOps, ABurstDoesNotWaitForAnOpThatWaitsForItsFrontend) {
 // of that. Beside a real neighbour (a thread spinning all the while), a
 // yield of the waiting frontend may last the neighbour's time slice, longer
 // than the whole wait may, and the stall must still be judged: otherwise
-// the frontend pushed 64 ops per time slice. Two rounds, the second timed
+// the frontend pushed 64 ops per time slice. A long op that sleeps (waits
+// for I/O, say) uses no CPU time but is no worker off its core either: the
+// frontend does not wait for it again either. Two rounds, the second timed
 // once the op blocks are allocated; sanitizers slow the pushes themselves
 // too much for a bound in time.
-void pushes_past_a_long_op_keep_their_pace(bool spinning_neighbour) {
+enum class LongOp { spins, sleeps };
+
+void pushes_past_a_long_op_keep_their_pace(bool spinning_neighbour, LongOp long_op = LongOp::spins) {
   const PinnedNeighbours busy(true);
   std::jthread neighbour;  // stopped and joined however the test ends
   if (spinning_neighbour) {
@@ -427,6 +434,7 @@ void pushes_past_a_long_op_keep_their_pace(bool spinning_neighbour) {
   const auto round_behind_a_long_op = [&] {
     std::atomic<bool> go{false}, saw_go{false};
     engine.push([&](RunContext&) {
+      if (long_op == LongOp::sleeps) go.wait(false);
       const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
       while (!go.load() && std::chrono::steady_clock::now() < give_up) {
       }
@@ -438,6 +446,7 @@ void pushes_past_a_long_op_keep_their_pace(bool spinning_neighbour) {
     push(kChecks * kPushesPerCheck);
     const auto pushing = std::chrono::steady_clock::now() - start;
     go = true;
+    go.notify_all();
     engine.wait_all();
     EXPECT_TRUE(saw_go.load());
     EXPECT_EQ(ran.load(), 2 * kBurst + kChecks * kPushesPerCheck);
@@ -456,6 +465,10 @@ TEST(HeldOps, AFrontendWaitsForALongOpOnceNotAtEveryCheck) { pushes_past_a_long_
 TEST(HeldOps, BesideARealNeighbourAFrontendWaitsForALongOpOnce) {
   if (cores() < 2) GTEST_SKIP() << "one core: the neighbour, the long op and the frontend would share it";
   pushes_past_a_long_op_keep_their_pace(true);
+}
+
+TEST(HeldOps, AFrontendWaitsForASleepingOpOnceNotAtEveryCheck) {
+  pushes_past_a_long_op_keep_their_pace(false, LongOp::sleeps);
 }
 
 // ---------------------------------------------------------------- how many workers beside neighbours

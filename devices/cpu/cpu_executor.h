@@ -50,6 +50,7 @@ class CpuExecutor final : public CpuWorkers {
   void submit_unattended(OpBlock* const* ops, std::size_t count) override;
   void attend() override;
   std::optional<double> workers_cpu_seconds() const override { return clocks_.seconds(); }
+  bool workers_asleep() const override { return clocks_.all_asleep(); }
   void shutdown() override;
   /// The thread would only sleep otherwise, and ops it runs need no hand-off.
   bool help() override;

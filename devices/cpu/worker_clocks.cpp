@@ -1,7 +1,11 @@
 #include "devices/cpu/worker_clocks.h"
 
+#include <fstream>
+#include <string>
+
 #if defined(__linux__)
 #include <pthread.h>
+#include <unistd.h>
 #endif
 
 namespace depengine::detail {
@@ -12,6 +16,20 @@ std::optional<double> seconds_on(clockid_t clock) {
   if (clock_gettime(clock, &t) != 0) return std::nullopt;
   return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
 }
+
+#if defined(__linux__)
+// The state of the thread `id` of this process: the letter that follows its
+// name in /proc (R runnable or running; S, D asleep). None where it cannot
+// be read.
+std::optional<char> state_of(int id) {
+  std::ifstream in("/proc/self/task/" + std::to_string(id) + "/stat");
+  std::string line;
+  if (!std::getline(in, line)) return std::nullopt;
+  const std::size_t name_end = line.rfind(')');  // the name may hold spaces and parentheses
+  if (name_end == std::string::npos || name_end + 2 >= line.size()) return std::nullopt;
+  return line[name_end + 2];
+}
+#endif
 
 }  // namespace
 
@@ -25,7 +43,8 @@ int WorkerClocks::enter() {
   std::size_t slot = 0;
   while (slot < slots_.size() && slots_[slot].used) ++slot;
   if (slot == slots_.size()) slots_.emplace_back();
-  slots_[slot] = {.clock = clock, .at_enter_s = *now, .used = true};
+  thread_local const int t_thread = static_cast<int>(gettid());
+  slots_[slot] = {.clock = clock, .thread = t_thread, .at_enter_s = *now, .used = true};
   return static_cast<int>(slot);
 #else
   return -1;
@@ -54,6 +73,26 @@ std::optional<double> WorkerClocks::seconds() const {
   return total;
 #else
   return std::nullopt;
+#endif
+}
+
+bool WorkerClocks::all_asleep() const {
+#if defined(__linux__)
+  std::vector<int> threads;
+  {
+    const std::lock_guard lock(mutex_);
+    for (const Slot& s : slots_) {
+      if (s.used) threads.push_back(s.thread);
+    }
+  }
+  if (threads.empty()) return false;
+  for (const int id : threads) {
+    const std::optional<char> state = state_of(id);
+    if (!state || *state == 'R') return false;
+  }
+  return true;
+#else
+  return false;
 #endif
 }
 
