@@ -4,6 +4,8 @@
 #include <mutex>
 #include <vector>
 
+#include "sync/clock_seconds.h"
+
 #if defined(__linux__)
 #include <pthread.h>
 #include <time.h>
@@ -13,8 +15,6 @@ namespace depengine::detail {
 namespace {
 
 #if defined(__linux__)
-double seconds_of(const timespec& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9; }
-
 struct Registry {
   std::mutex mutex;
   std::vector<clockid_t> live;  // the enlisted threads' clocks
@@ -33,11 +33,10 @@ struct Enlisted {
   bool counted = false;
   ~Enlisted() {
     if (!counted) return;
-    timespec now{};
-    const bool read = clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now) == 0;
+    const std::optional<double> now = clock_seconds(CLOCK_THREAD_CPUTIME_ID);
     Registry& r = registry();
     std::lock_guard lock(r.mutex);
-    if (read) r.ended_s += seconds_of(now);
+    if (now) r.ended_s += *now;
     r.live.erase(std::remove(r.live.begin(), r.live.end(), clock), r.live.end());
   }
 };
@@ -63,9 +62,9 @@ std::optional<double> EngineThreadClock::seconds() {
   std::lock_guard lock(r.mutex);
   double total = r.ended_s;
   for (const clockid_t clock : r.live) {
-    timespec t{};
-    if (clock_gettime(clock, &t) != 0) return std::nullopt;
-    total += seconds_of(t);
+    const std::optional<double> now = clock_seconds(clock);
+    if (!now) return std::nullopt;
+    total += *now;
   }
   return total;
 #else

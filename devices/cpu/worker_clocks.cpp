@@ -8,14 +8,10 @@
 #include <unistd.h>
 #endif
 
+#include "sync/clock_seconds.h"
+
 namespace depengine::detail {
 namespace {
-
-std::optional<double> seconds_on(clockid_t clock) {
-  timespec t{};
-  if (clock_gettime(clock, &t) != 0) return std::nullopt;
-  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
-}
 
 #if defined(__linux__)
 // The state of the thread `id` of this process: the letter that follows its
@@ -37,7 +33,7 @@ int WorkerClocks::enter() {
 #if defined(__linux__)
   clockid_t clock{};
   if (pthread_getcpuclockid(pthread_self(), &clock) != 0) return -1;
-  const std::optional<double> now = seconds_on(CLOCK_THREAD_CPUTIME_ID);
+  const std::optional<double> now = clock_seconds(CLOCK_THREAD_CPUTIME_ID);
   if (!now) return -1;
   const std::lock_guard lock(mutex_);
   std::size_t slot = 0;
@@ -53,7 +49,7 @@ int WorkerClocks::enter() {
 
 void WorkerClocks::leave(int slot) {
   if (slot < 0) return;
-  const std::optional<double> now = seconds_on(CLOCK_THREAD_CPUTIME_ID);
+  const std::optional<double> now = clock_seconds(CLOCK_THREAD_CPUTIME_ID);
   const std::lock_guard lock(mutex_);
   Slot& s = slots_[static_cast<std::size_t>(slot)];
   if (now) ended_s_ += *now - s.at_enter_s;
@@ -66,7 +62,7 @@ std::optional<double> WorkerClocks::seconds() const {
   double total = ended_s_;
   for (const Slot& s : slots_) {
     if (!s.used) continue;
-    const std::optional<double> now = seconds_on(s.clock);
+    const std::optional<double> now = clock_seconds(s.clock);
     if (!now) return std::nullopt;
     total += *now - s.at_enter_s;
   }
