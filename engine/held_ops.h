@@ -55,12 +55,14 @@ class HeldOps {
   /// `waited_s`, stood still in a long op: they ran for at least
   /// kHeldBurstBusyShare of it (`workers_cpu_s`, the engine's workers' CPU
   /// time over the wait: devices/cpu/worker_clocks.h), or they all sleep at
-  /// its end (`workers_asleep`: in ops that wait for something else). Off
-  /// their cores they run for none of it and are runnable, and the frontend
-  /// waits again at its next check, since they run the burst once back.
-  static bool stalled_in_long_op(double workers_cpu_s, double waited_s, bool workers_asleep) {
+  /// its end (`workers_asleep()`, asked only then, since it reads /proc:
+  /// in ops that wait for something else). Off their cores they run for none
+  /// of it and are runnable, and the frontend waits again at its next check,
+  /// since they run the burst once back.
+  template <class WorkersAsleep>
+  static bool stalled_in_long_op(double workers_cpu_s, double waited_s, WorkersAsleep&& workers_asleep) {
     if (waited_s <= 0) return false;
-    return workers_asleep || workers_cpu_s >= tuning::kHeldBurstBusyShare * waited_s;
+    return workers_cpu_s >= tuning::kHeldBurstBusyShare * waited_s || workers_asleep();
   }
 };
 

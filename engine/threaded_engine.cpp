@@ -270,7 +270,8 @@ class ThreadedEngine final : public EngineCore {
     const std::optional<double> workers_after = cpu_->workers_cpu_seconds();
     const double waited_s = std::chrono::duration<double>(detail::SpinClock::now() - start).count();
     if (workers_after &&
-        detail::HeldOps::stalled_in_long_op(*workers_after - *workers_before, waited_s, cpu_->workers_asleep())) {
+        detail::HeldOps::stalled_in_long_op(*workers_after - *workers_before, waited_s,
+                                            [this] { return cpu_->workers_asleep(); })) {
       burst_stalled_at_.store(workers.count(), std::memory_order_relaxed);
     }
   }

@@ -24,6 +24,7 @@
 #include "engine/held_ops.h"
 #include "sync/spin_wait.h"
 #include "sync/tuning.h"
+#include "tests/support/held_worker.h"
 #include "tests/support/pinned_neighbours.h"
 
 namespace depengine {
@@ -93,16 +94,28 @@ TEST(HeldOpsPolicy, OpsGetAWorkerOnceTooManyAreInFlightOrTheNeighboursLeft) {
 
 TEST(HeldOpsPolicy, AStallIsALongOpWhenTheWorkersRanForAQuarterOfItOrSleep) {
   const double share = detail::tuning::kHeldBurstBusyShare;
+  const auto awake = [] { return false; };
+  const auto asleep = [] { return true; };
   // A worker spinning in its op for the whole 300 µs wait, or for a quarter.
-  EXPECT_TRUE(HeldOps::stalled_in_long_op(300e-6, 300e-6, false));
-  EXPECT_TRUE(HeldOps::stalled_in_long_op(share * 300e-6, 300e-6, false));
+  EXPECT_TRUE(HeldOps::stalled_in_long_op(300e-6, 300e-6, awake));
+  EXPECT_TRUE(HeldOps::stalled_in_long_op(share * 300e-6, 300e-6, awake));
   // Off its core (a neighbour's time slice), it ran for little or none of
   // it, and it is runnable.
-  EXPECT_FALSE(HeldOps::stalled_in_long_op(0.9 * share * 300e-6, 300e-6, false));
-  EXPECT_FALSE(HeldOps::stalled_in_long_op(0, 300e-6, false));
+  EXPECT_FALSE(HeldOps::stalled_in_long_op(0.9 * share * 300e-6, 300e-6, awake));
+  EXPECT_FALSE(HeldOps::stalled_in_long_op(0, 300e-6, awake));
   // Asleep in an op that waits for something else: no CPU time either.
-  EXPECT_TRUE(HeldOps::stalled_in_long_op(0, 300e-6, true));
-  EXPECT_FALSE(HeldOps::stalled_in_long_op(0, 0, true));
+  EXPECT_TRUE(HeldOps::stalled_in_long_op(0, 300e-6, asleep));
+  EXPECT_FALSE(HeldOps::stalled_in_long_op(0, 0, asleep));
+  // Their states are read only when their CPU time does not tell.
+  int asked = 0;
+  const auto counting = [&] {
+    ++asked;
+    return false;
+  };
+  EXPECT_TRUE(HeldOps::stalled_in_long_op(300e-6, 300e-6, counting));
+  EXPECT_EQ(asked, 0);
+  EXPECT_FALSE(HeldOps::stalled_in_long_op(0, 300e-6, counting));
+  EXPECT_EQ(asked, 1);
 }
 
 // ---------------------------------------------------------------- the engine, beside pinned neighbours
@@ -196,16 +209,8 @@ TEST(HeldOps, WaitToReadRunsNoOpOnItsCaller) {
 // ready while it runs: the one of priority 0 is held, the others queued.
 class PrioritiesBesideBusyNeighbours {
  public:
-  PrioritiesBesideBusyNeighbours() {
-    engine_.push([this](RunContext&) {
-      started_ = true;
-      while (!open_.load()) std::this_thread::sleep_for(microseconds(50));
-    }, {}, {engine_.new_var()});
-    while (!started_.load()) std::this_thread::yield();
-  }
-
   Engine& engine() { return engine_; }
-  void open() { open_ = true; }
+  void open() { held_.release(); }
   // Pushes an op that logs `priority` (and opens the gate with `opens`).
   void push(int priority, bool opens = false) {
     engine_.push([this, priority, opens](RunContext&) {
@@ -226,7 +231,7 @@ class PrioritiesBesideBusyNeighbours {
     options.batch_pushes = false;
     return options;
   }()};
-  std::atomic<bool> started_{false}, open_{false};
+  HeldWorker held_{engine_};
   std::mutex m_;
   std::vector<int> order_;
 };
