@@ -12,7 +12,6 @@
 #include <cstdlib>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -36,17 +35,13 @@ struct Config {
 
 class Reliability : public ::testing::TestWithParam<Config> {
  protected:
-  void SetUp() override {
-    if (GetParam().busy_neighbours) neighbours_.emplace(true);
-  }
-  void TearDown() override { neighbours_.reset(); }
   EngineOptions options() const {
     return {.kind = GetParam().kind, .cpu_threads = 2, .read_environment = false,
             .batch_pushes = GetParam().batch_pushes};
   }
 
  private:
-  std::optional<PinnedNeighbours> neighbours_;
+  const PinnedNeighboursIf neighbours_{GetParam().busy_neighbours};
 };
 
 INSTANTIATE_TEST_SUITE_P(Engines, Reliability,

@@ -17,6 +17,7 @@
 
 #include "sync/spin_wait.h"
 #include "tests/support/engine_setups.h"
+#include "tests/support/held_worker.h"
 #include "tests/support/one_cpu.h"
 
 namespace depengine {
@@ -173,30 +174,6 @@ TEST_P(Semantics, ConcurrentReadersMayOverlap) {
   engine.wait_all();
   EXPECT_TRUE(readers.met());
 }
-
-// An op that keeps its worker busy on its own core until released (a
-// sleeping worker's CPU could be the frontend's, where it helps anyway);
-// bounded, so that a failure is an assertion, not a hang. It has begun
-// once the constructor returns; release it before the engine waits.
-class HeldWorker {
- public:
-  explicit HeldWorker(Engine& engine) : var_(engine.new_var()) {
-    engine.push([this](RunContext&) {
-      started_ = true;
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-      while (!release_.load() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
-    }, {}, {var_});
-    while (!started_.load()) std::this_thread::yield();
-  }
-  /// The variable the op writes.
-  Var var() const { return var_; }
-  void release() { release_ = true; }
-
- private:
-  const Var var_;
-  std::atomic<bool> started_{false};
-  std::atomic<bool> release_{false};
-};
 
 // A worker stuck in a long op makes no progress: a frontend that has every
 // batch slot taken by ops waiting behind it stops waiting for the worker
@@ -397,17 +374,11 @@ TEST_P(Semantics, HigherPriorityRunsFirstAmongReadyOps) {
   EngineOptions unbatched = options(1);
   unbatched.batch_pushes = false;
   Engine engine(unbatched);
-  Var gate = engine.new_var();
-  std::atomic<bool> started{false}, open{false};
+  // Occupy the only worker so that the next ops queue up, then release
+  // (begun first, else a prioritized op pushed below could be taken before it).
+  HeldWorker held(engine);
   std::vector<int> order;
   std::mutex m;
-  // Occupy the only worker so that the next ops queue up, then release.
-  engine.push([&](RunContext&) {
-    started = true;
-    while (!open.load()) std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }, {}, {gate});
-  // Else a prioritized op pushed below could be taken before this one.
-  while (!started) std::this_thread::yield();
   std::vector<Var> vars;
   for (int i = 0; i < 4; ++i) vars.push_back(engine.new_var());
   const int priorities[4] = {0, 5, -3, 9};
@@ -415,7 +386,7 @@ TEST_P(Semantics, HigherPriorityRunsFirstAmongReadyOps) {
     engine.push([&, i](RunContext&) { std::lock_guard lock(m); order.push_back(priorities[i]); }, {}, {vars[i]},
                 {.priority = priorities[i]});
   }
-  open.store(true);
+  held.release();
   // Not wait_all: its thread would run queued ops beside the worker.
   for (Var v : vars) engine.wait_to_read(v);
   EXPECT_EQ(order, (std::vector<int>{9, 5, 0, -3}));
@@ -450,12 +421,7 @@ TEST_P(Semantics, HigherPriorityRunsBeforeOpsAWorkerTookTogether) {
   EngineOptions unbatched = options(1);
   unbatched.batch_pushes = false;  // each op is ready when its push returns
   Engine engine(unbatched);
-  std::atomic<bool> started{false}, open{false};
-  engine.push([&](RunContext&) {
-    started = true;
-    while (!open.load()) std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }, {}, {engine.new_var()});
-  while (!started) std::this_thread::yield();
+  HeldWorker held(engine);
   std::vector<std::string> order;
   std::mutex m;
   const auto log = [&](const char* name) {
@@ -469,7 +435,7 @@ TEST_P(Semantics, HigherPriorityRunsBeforeOpsAWorkerTookTogether) {
   }, {}, {a});
   engine.push([&](RunContext&) { log("b"); }, {}, {b});
   engine.push([&](RunContext&) { log("c"); }, {}, {c});
-  open = true;
+  held.release();
   for (const Var v : {a, b, c}) engine.wait_to_read(v);
   engine.wait_to_read(urgent);
   EXPECT_EQ(order, (std::vector<std::string>{"a", "urgent", "b", "c"}));

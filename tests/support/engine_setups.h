@@ -10,7 +10,6 @@
 
 #include <gtest/gtest.h>
 
-#include <optional>
 #include <ostream>
 #include <string>
 
@@ -34,12 +33,8 @@ inline void PrintTo(const EngineSetup& setup, std::ostream* os) { *os << setup.n
 
 class EngineSetupTest : public ::testing::TestWithParam<EngineSetup> {
  protected:
-  void SetUp() override {
-    if (GetParam().busy_neighbours) neighbours_.emplace(true);
-  }
-  void TearDown() override { neighbours_.reset(); }
   depengine::EngineKind kind() const { return GetParam().kind; }
 
  private:
-  std::optional<PinnedNeighbours> neighbours_;
+  const PinnedNeighboursIf neighbours_{GetParam().busy_neighbours};
 };
