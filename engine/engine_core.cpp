@@ -220,6 +220,7 @@ OpBlock* EngineCore::make_op(OpKind kind, VarList reads, VarList writes, const P
   op->engine = this;
   op->kind = kind;
   op->priority = options.priority;
+  op->bytes = static_cast<std::uint32_t>(std::min<std::size_t>(options.bytes, UINT32_MAX));
   op->device = Device{device_kind, device_index};
   op->property = options.property;
   if (!options.name.empty()) {
@@ -337,6 +338,7 @@ OpBlock* EngineCore::make_engine_op(OpKind kind, VarState* var, std::uint32_t ge
   op->name = name;
   op->named = true;
   op->priority = 0;
+  op->bytes = 0;
   op->device = Device::cpu();
   op->property = OpProperty::Normal;
   return op;

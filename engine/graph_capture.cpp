@@ -71,6 +71,7 @@ void GraphRecorder::record(const OpBlock& op, OpFn&& fn, AsyncOpFn&& async_fn) {
   node.device = op.device;
   node.priority = op.priority;
   node.property = op.property;
+  node.bytes = op.bytes;
   node.name = std::string(op.name_view());
   node.accesses.resize(op.entries.size());
   for (const Entry& e : op.entries) {

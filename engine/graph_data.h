@@ -42,6 +42,7 @@ struct GraphNode {
   Device device;
   int priority = 0;
   OpProperty property = OpProperty::Normal;
+  std::size_t bytes = 0;  // PushOptions::bytes
   std::string name;
   std::vector<GraphAccess> accesses;
   std::uint32_t reads = 0;  // accesses[0, reads) are reads

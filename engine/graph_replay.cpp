@@ -106,6 +106,7 @@ OpBlock* EngineCore::make_replay_op(const GraphData& graph, const PushOptions& o
   op->kind = kind;
   op->runs_graph = true;
   op->priority = options.priority;
+  op->bytes = 0;  // the graph's nodes carry their own
   op->device = device;
   op->property = options.property;
   op->name.assign(options.name.empty() ? std::string_view("graph replay") : options.name);
@@ -129,7 +130,7 @@ void EngineCore::replay_by_pushing(const std::shared_ptr<GraphData>& graph) {
     writes.clear();
     for (const detail::GraphAccess& a : node.accesses) (a.write ? writes : reads).push_back(graph->vars[a.var].var);
     const PushOptions options{.priority = node.priority, .name = node.name, .device = node.device,
-                              .property = node.property};
+                              .property = node.property, .bytes = node.bytes};
     if (node.kind == OpKind::Sync) {
       push([graph, i](RunContext& ctx) { graph->nodes[i].fn(ctx); }, reads, writes, options);
     } else {

@@ -111,6 +111,8 @@ struct alignas(64) OpBlock {
   // A graph replay: not skipped when an input failed, since its nodes that
   // do not touch the failed variable still run (GraphRun).
   bool runs_graph = false;
+  // PushOptions::bytes, saturated; every push sets it.
+  std::uint32_t bytes = 0;
   // Entries, sorted by variable address (the lock order).
   std::vector<Entry> entries;
   OpFn fn;

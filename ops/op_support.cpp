@@ -47,14 +47,18 @@ Access& Access::read(const Tensor& t) {
   if (std::find(reads_.begin(), reads_.end(), v) == reads_.end() &&
       std::find(writes_.begin(), writes_.end(), v) == writes_.end()) {
     reads_.push_back(v);
+    bytes_ += t.nbytes();
   }
   return *this;
 }
 
 Access& Access::write(const Tensor& t) {
   const Var v = t.var();
-  std::erase(reads_, v);
-  if (std::find(writes_.begin(), writes_.end(), v) == writes_.end()) writes_.push_back(v);
+  const bool was_read = std::erase(reads_, v) != 0;
+  if (std::find(writes_.begin(), writes_.end(), v) == writes_.end()) {
+    writes_.push_back(v);
+    if (!was_read) bytes_ += t.nbytes();
+  }
   return *this;
 }
 
@@ -62,7 +66,7 @@ void push_op(std::string_view name, Engine& engine, Device device, const Access&
              OpProperty property) {
   backend_for(device);
   engine.push(std::move(fn), access.reads(), access.writes(),
-              {.name = name, .device = device, .property = property});
+              {.name = name, .device = device, .property = property, .bytes = access.bytes()});
 }
 
 }  // namespace depengine::ops::detail

@@ -48,9 +48,12 @@ class Access {
   Access& write(const Tensor& t);
   const std::vector<Var>& reads() const { return reads_; }
   const std::vector<Var>& writes() const { return writes_; }
+  /// The bytes of the tensors declared, each counted once.
+  std::size_t bytes() const { return bytes_; }
 
  private:
   std::vector<Var> reads_, writes_;
+  std::size_t bytes_ = 0;
 };
 
 /// Pushes `fn` on `device`; the backend of the device is resolved first so a

@@ -96,6 +96,15 @@ inline constexpr auto kWorkerIdleSpin = std::chrono::microseconds(50);
 /// on average: a wake-up costs a fraction of such an op, while small ops
 /// run fastest on this thread alone.
 inline constexpr auto kLongOp = std::chrono::microseconds(20);
+/// A CPU op a completion makes ready beside its continuation stays with the
+/// completing worker (devices/cpu/kept_ops.h) when it declares this many
+/// bytes or more (PushOptions::bytes): 256 lines, whose trip to another
+/// core's cache costs microseconds, many times a hand-off through a mailbox.
+inline constexpr std::size_t kKeptOpBytes = 16 * 1024;
+/// ...for this long at most before an idle worker may take it: well beyond
+/// the small ops whose data it keeps warm (2-8 µs), a small share of a long
+/// op's time, which then runs in parallel after all.
+inline constexpr auto kKeptOpWait = std::chrono::microseconds(10);
 /// How long a worker out of work beside busy threads sleeps, for a submit
 /// to hand it work again, before giving its thread back to oneTBB
 /// (devices/cpu/parked_workers.h): longer than a frontend's usual gap

@@ -7,6 +7,7 @@ depengine_add_test(device_emulated_tests
   device_placement_test.cpp
   device_cpu_worker_placement_test.cpp
   device_cpu_worker_mailboxes_test.cpp
+  device_cpu_kept_ops_test.cpp
   device_cpu_parked_workers_test.cpp
   device_cpu_late_starts_test.cpp
   device_cpu_worker_clocks_test.cpp

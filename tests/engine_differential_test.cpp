@@ -36,8 +36,10 @@ struct RunResult {
 
 // Runs `ops` with `pushers` frontend threads taking turns op by op (so that
 // the push order, and hence the expected result, is fixed), optionally with
-// blocking calls sprinkled in.
-RunResult run(EngineOptions options, const std::vector<RandomOp>& ops, int pushers, bool with_waits) {
+// blocking calls sprinkled in; with `heavy_ops`, two ops in three declare
+// much data (PushOptions::bytes), which the workers may keep (KeptOps).
+RunResult run(EngineOptions options, const std::vector<RandomOp>& ops, int pushers, bool with_waits,
+              bool heavy_ops = false) {
   Engine engine(options);
   std::vector<Var> vars;
   for (int i = 0; i < kVars; ++i) vars.push_back(engine.new_var());
@@ -51,7 +53,7 @@ RunResult run(EngineOptions options, const std::vector<RandomOp>& ops, int pushe
       std::unique_lock lock(turn);
       const int i = next++;
       if (i >= static_cast<int>(ops.size())) return;
-      testing::push_random_op(engine, vars, ops, i, state, records);
+      testing::push_random_op(engine, vars, ops, i, state, records, heavy_ops && i % 3 != 0 ? 1u << 20 : 0);
       lock.unlock();
       if (with_waits && i % 211 == 0) engine.wait_to_read(vars[ops[i].write]);
       if (with_waits && i % 503 == 0) engine.wait_to_write(vars[i % kVars]);
@@ -82,6 +84,22 @@ TEST_P(Differential, MatchesTheNaiveEngineBitForBit) {
     const RunResult actual = run({.kind = EngineKind::Threaded, .cpu_threads = workers,
                                   .max_ops_in_flight = seed % 2 ? 64u : 1u << 16, .read_environment = false},
                                  ops, pushers, seed % 3 == 0);
+    ASSERT_EQ(actual.values, expected.values) << "seed " << seed;
+    for (int i = 0; i < kOps; ++i) ASSERT_EQ(actual.records[i], expected.records[i]) << "seed " << seed << " op " << i;
+  }
+}
+
+// The same with ops that declare much data: a worker keeps one that its
+// completion made ready beside its continuation, and another worker may
+// take it from it (KeptOps).
+TEST_P(Differential, MatchesTheNaiveEngineWithOpsKeptForTheirData) {
+  const auto [workers, pushers] = GetParam();
+  for (int seed = 1; seed <= kSeeds / 2; ++seed) {
+    const auto ops = testing::make_random_ops(seed * 3571 + workers, kVars, kOps, 1 + seed % 5);
+    const RunResult expected = run({.kind = EngineKind::Naive, .read_environment = false}, ops, 1, false);
+    const RunResult actual = run({.kind = EngineKind::Threaded, .cpu_threads = workers,
+                                  .max_ops_in_flight = seed % 2 ? 64u : 1u << 16, .read_environment = false},
+                                 ops, pushers, seed % 3 == 0, /*heavy_ops=*/true);
     ASSERT_EQ(actual.values, expected.values) << "seed " << seed;
     for (int i = 0; i < kOps; ++i) ASSERT_EQ(actual.records[i], expected.records[i]) << "seed " << seed << " op " << i;
   }

@@ -412,6 +412,57 @@ TEST_P(Semantics, HigherPriorityRunsFirstAmongOpsOneCompletionMakesReady) {
   EXPECT_EQ(order, (std::vector<int>{9, 5, 0, -3}));
 }
 
+// The same where the completion's worker keeps one of the ops of priority
+// 0 for its data (PushOptions::bytes, KeptOps): the kept op waits for the
+// op of higher priority too. One worker of two is held, so that the other
+// runs them all, one after the other.
+TEST_P(Semantics, HigherPriorityRunsBeforeAnOpKeptForItsData) {
+  if (kind() == EngineKind::Naive) GTEST_SKIP() << "the naive engine has no ready queue";
+  Engine engine(options(2));
+  HeldWorker held(engine);
+  const Var v = engine.new_var();
+  std::vector<int> order;
+  std::mutex m;
+  constexpr std::size_t kMuchData = 1 << 20;
+  engine.push([](RunContext&) {}, {}, {v}, {.bytes = kMuchData});
+  for (const int priority : {0, 0, 9}) {
+    engine.push([&, priority](RunContext&) {
+      const std::lock_guard lock(m);
+      order.push_back(priority);
+    }, {v}, {}, {.priority = priority, .bytes = kMuchData});
+  }
+  engine.wait_to_write(v);
+  held.release();
+  EXPECT_EQ(order, (std::vector<int>{9, 0, 0}));
+}
+
+// Two ops on much data made ready by one short op's completion: its worker
+// keeps one of them and continues with the other, which here waits for the
+// kept one. Another worker takes it (KeptOps), in either push order.
+TEST_P(Semantics, AnOpKeptForItsDataRunsWhileItsKeeperWaitsForIt) {
+  if (kind() == EngineKind::Naive) GTEST_SKIP() << "the naive engine runs the waiting op first, at its push";
+  for (const bool waiter_first : {true, false}) {
+    for (const int workers : {2, 4}) {
+      Engine engine(options(workers));
+      const Var v = engine.new_var();
+      constexpr std::size_t kMuchData = 1 << 20;
+      std::atomic<bool> set{false};
+      std::atomic<bool> seen{false};
+      const auto waiter = [&](RunContext&) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while (!set.load() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+        seen = set.load();
+      };
+      const auto setter = [&](RunContext&) { set = true; };
+      engine.push([](RunContext&) {}, {}, {v}, {.bytes = kMuchData});
+      engine.push(waiter_first ? OpFn(waiter) : OpFn(setter), {v}, {}, {.bytes = kMuchData});
+      engine.push(waiter_first ? OpFn(setter) : OpFn(waiter), {v}, {}, {.bytes = kMuchData});
+      engine.wait_all();
+      EXPECT_TRUE(seen.load()) << workers << " workers, " << (waiter_first ? "waiter" : "setter") << " pushed first";
+    }
+  }
+}
+
 // A worker takes several ready ops at once; one of higher priority that
 // becomes ready while it runs the first (pushed from inside it) runs before
 // the others. Waits that run no op on their caller, as in

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "ops/op_support.h"
 #include "tests/tensor_test_support.h"
 
 namespace depengine::testing {
@@ -273,6 +274,21 @@ TEST_P(OpsTest, CostsCountFlopsAndBytes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, OpsTest, ::testing::ValuesIn(test_devices()), device_param_name);
+
+// What an op declares to the engine as its data (PushOptions::bytes): each
+// tensor once, whether read, written or both.
+TEST(OpsAccess, DeclaresTheBytesOfEachTensorOnce) {
+  Engine engine({.read_environment = false});
+  Tensor x = Tensor::zeros(engine, {8, 4}, DType::float32);
+  Tensor y = Tensor::zeros(engine, {4}, DType::float32);
+  Tensor z = Tensor::zeros(engine, {8, 8}, DType::float64);
+  ops::detail::Access access;
+  access.read(x).read(x).read(y).write(y).write(z).write(z);
+  EXPECT_EQ(access.bytes(), 4u * 32 + 4u * 4 + 8u * 64);
+  EXPECT_EQ(access.reads().size(), 1u);
+  EXPECT_EQ(access.writes().size(), 2u);
+  engine.wait_all();
+}
 
 }  // namespace
 }  // namespace depengine::testing

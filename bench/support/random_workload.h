@@ -5,6 +5,7 @@
 // records the version of each variable it saw, so two runs can be compared
 // bit for bit.
 
+#include <cstddef>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -73,14 +74,16 @@ inline void run_random_op(const RandomOp& op, int index, RandomState& state, OpR
 }
 
 /// Pushes op `index` of `ops` onto `engine`, writing into `state`/`records`.
+/// `bytes`: the op's PushOptions::bytes (the ops touch a few words; a
+/// larger figure makes the engine treat them as ops on much data).
 inline void push_random_op(Engine& engine, const std::vector<Var>& vars, const std::vector<RandomOp>& ops,
-                           int index, RandomState& state, std::vector<OpRecord>& records) {
+                           int index, RandomState& state, std::vector<OpRecord>& records, std::size_t bytes = 0) {
   const RandomOp& op = ops[index];
   std::vector<Var> reads;
   reads.reserve(op.reads.size());
   for (int r : op.reads) reads.push_back(vars[r]);
   engine.push([&op, index, &state, &records](RunContext&) { run_random_op(op, index, state, records[index]); },
-              reads, {vars[op.write]});
+              reads, {vars[op.write]}, {.bytes = bytes});
 }
 
 }  // namespace depengine::testing

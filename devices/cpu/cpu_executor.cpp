@@ -21,9 +21,21 @@ constexpr auto kLongOp = tuning::kLongOp;
 constexpr auto kPark = tuning::kWorkerPark;
 constexpr unsigned kOpsPerPlacementCheck = tuning::kWorkerOpsPerPlacementCheck;
 constexpr auto kQueueWatchWindow = tuning::kQueueWatchWindow;
+constexpr std::size_t kKeptOpBytes = tuning::kKeptOpBytes;
+constexpr auto kKeptOpWait = tuning::kKeptOpWait;
 
 // Ops a worker runs before it next looks at its CPU (WorkerPlacement::recheck).
 thread_local unsigned t_ops_to_placement_check = kOpsPerPlacementCheck;
+
+// Which executor's worker task runs on this thread, and its kept slot
+// (KeptOps); `completing` while it completes an op, whose successors made
+// ready beside the continuation may then be kept.
+struct KeeperThread {
+  const CpuExecutor* executor = nullptr;
+  int box = -1;
+  bool completing = false;
+};
+thread_local KeeperThread t_keeper;
 
 }  // namespace
 
@@ -46,7 +58,8 @@ CpuExecutor::CpuExecutor(EngineCore& engine, int threads, int cores)
       arena_(threads, /*reserved_for_masters=*/0),
       queue_(static_cast<std::size_t>(threads)),
       placement_(threads),
-      mailboxes_(threads) {
+      mailboxes_(threads),
+      kept_(threads) {
   positive_queued_ = &queue_.positive_count();
 }
 
@@ -65,12 +78,46 @@ std::size_t CpuExecutor::deliver_to_spinners(OpBlock* const* ops, std::size_t co
 }
 
 void CpuExecutor::submit_plain(OpBlock* const* ops, std::size_t count) {
+  OpBlock* others[kMaxKeepGroup];
+  std::size_t kept = 0;
+  if (t_keeper.completing && t_keeper.executor == this && count <= kMaxKeepGroup) [[unlikely]] {
+    kept = keep_one(ops, count, others);
+    if (kept != 0) {
+      ops = others;
+      --count;
+    }
+  }
+  // A kept op starts no worker: its keeper runs it soon, and a worker
+  // woken for it would take it far from its data. Should the keeper's next
+  // op take long after all, a spinning worker takes it (KeptOps), and the
+  // engine's timer starts one where none spins (watch_queue).
+  if (kept != 0) keep_watch();
   const std::size_t delivered = deliver_to_spinners(ops, count);
   if (delivered == count) return;
   // The receivers still count as spinning but take nothing from the queue:
   // what is queued needs workers besides them (one of them may be this
   // thread, registering pushes while it spins).
   start_worker_if_needed(queue_.push_plain(ops + delivered, count - delivered) + delivered);
+}
+
+std::size_t CpuExecutor::keep_one(OpBlock* const* ops, std::size_t count, OpBlock** others) {
+  OpBlock* const* end = ops + count;
+  OpBlock* const* heavy = std::find_if(ops, end, [](const OpBlock* op) { return op->bytes >= kKeptOpBytes; });
+  if (heavy == end || !kept_.keep(t_keeper.box, *heavy, SpinClock::now())) return 0;
+  std::copy(ops, heavy, others);
+  std::copy(heavy + 1, end, others + (heavy - ops));
+  return 1;
+}
+
+OpBlock* CpuExecutor::take_back_kept() {
+  OpBlock* op = kept_.take_back(t_keeper.box);
+  // An op of positive priority that became ready meanwhile runs first
+  // (docs/semantics.md, Priority).
+  if (op != nullptr && positive_priority_queued()) [[unlikely]] {
+    start_worker_if_needed(queue_.push_plain(&op, 1));
+    return nullptr;
+  }
+  return op;
 }
 
 void CpuExecutor::submit_unattended(OpBlock* const* ops, std::size_t count) {
@@ -158,7 +205,7 @@ bool CpuExecutor::watch_queue(std::uint64_t completed) {
                     std::chrono::duration<double, std::micro>(window).count() * std::max(1, active);
   window_at_ = now;
   window_completed_ = completed;
-  if (slow && queue_.queued_now()) {
+  if (slow && (queue_.queued_now() || kept_.any())) {
     if (active >= active_limit() && escapes_.load(std::memory_order_relaxed) < threads_) {
       escapes_.fetch_add(1, std::memory_order_relaxed);
     }
@@ -217,6 +264,8 @@ void CpuExecutor::worker_loop() {
   bool beside_busy = false;  // when it last retired
   const int box = mailboxes_.claim();
   const WorkerScope scope(this);  // its end touches only this thread's state
+  // With one worker no other could take a kept op from it.
+  const KeeperThread outer = std::exchange(t_keeper, {.executor = this, .box = threads_ > 1 ? box : -1});
   // Ops taken from the queue in one go: one consumer hand-off for several
   // small ops.
   OpBlock* batch[kMaxBatch];
@@ -241,6 +290,10 @@ void CpuExecutor::worker_loop() {
           }
         }
         count = pop_for_worker(batch, kMaxBatch - 1, more);
+        if (count == 0 && (batch[0] = kept_.steal(box, spin.round_end() - kKeptOpWait)) != nullptr) {
+          count = 1;
+          break;
+        }
         // What it registered may have come to its own box: the next round
         // takes that one first, and leaves what was queued to other workers.
         if (count == 0 && engine_.on_cpu_spinning()) continue;
@@ -249,6 +302,9 @@ void CpuExecutor::worker_loop() {
       if (box >= 0) {
         if (OpBlock* delivered = mailboxes_.close(box)) count = keep_delivered(delivered, batch, count);
       }
+      // Its look for work over, it takes a kept op however briefly kept:
+      // the keeper may be in a long op, and this worker is about to retire.
+      if (count == 0 && (batch[0] = kept_.steal(box, SpinClock::time_point::max())) != nullptr) count = 1;
       // Off to run ops, where a retiring worker counted on this one to look
       // at the queue once more: the exact look is ours now.
       if (count != 0 && look_left_.load(std::memory_order_seq_cst) &&
@@ -305,6 +361,7 @@ void CpuExecutor::worker_loop() {
   // idle thread would take turns from our frontend, which a parked worker
   // does not.
   use_short_slice(beside_busy);
+  t_keeper = outer;
   clocks_.leave(clock);
   running_tasks_.fetch_sub(1, std::memory_order_release);  // last touch of *this
 }
@@ -400,6 +457,9 @@ std::size_t CpuExecutor::run_batch(OpBlock** batch, std::size_t count, int slot)
 }
 
 std::size_t CpuExecutor::run_chain(OpBlock* op, int slot) {
+  // A worker task of this executor, on this thread (not a helper, nor a
+  // worker of another engine that helps this one in its op).
+  const bool keeps = t_keeper.executor == this && t_keeper.box >= 0;
   std::size_t ran = 0;
   for (; op != nullptr; ++ran) {
     if (starts_.pending()) [[unlikely]] make_way_for_started_worker(/*arriving=*/false);
@@ -412,8 +472,19 @@ std::size_t CpuExecutor::run_chain(OpBlock* op, int slot) {
     RunContext ctx{.device = Device::cpu(), .property = op->property, .name = op->name_view()};
     // The engine's own calls, not ReadyOp's: this is every CPU op's path.
     const bool async = op->kind == OpKind::Async;
+    // Only an op on much data that ran briefly may keep a successor: after
+    // a long one, the successors run in parallel as before.
+    const bool timed = keeps && op->bytes >= kKeptOpBytes;
+    const SpinClock::time_point began = timed ? SpinClock::now() : SpinClock::time_point{};
     std::exception_ptr error = engine_.invoke(op, ctx);
-    op = async ? nullptr : engine_.complete_and_continue(op, std::move(error));
+    if (async) {
+      op = nullptr;
+    } else {
+      t_keeper.completing = timed && SpinClock::now() - began < kKeptOpWait;
+      op = engine_.complete_and_continue(op, std::move(error));
+      t_keeper.completing = false;
+    }
+    if (op == nullptr && keeps) op = take_back_kept();
   }
   return ran;
 }

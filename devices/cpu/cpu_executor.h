@@ -10,7 +10,9 @@
 // worker runs the first CPU successor it made ready itself (inline
 // continuation) instead of queueing it; the others go straight to workers
 // spinning for work where there are some (WorkerMailboxes), else to the
-// ready queue. Workers active at once keep to different CPUs
+// ready queue; one among them that works on much data stays a while with
+// the completing worker, whose cache holds its inputs (KeptOps). Workers
+// active at once keep to different CPUs
 // (WorkerPlacement), and a running worker makes way for a started one that
 // may wait behind it (LateStarts).
 
@@ -22,6 +24,7 @@
 #include <oneapi/tbb/task_arena.h>
 
 #include "depengine/executor.h"
+#include "devices/cpu/kept_ops.h"
 #include "devices/cpu/late_starts.h"
 #include "devices/cpu/parked_workers.h"
 #include "devices/cpu/ready_queue.h"
@@ -64,6 +67,8 @@ class CpuExecutor final : public CpuWorkers {
 
  private:
   static constexpr std::size_t kMaxBatch = tuning::kWorkerBatch;
+  // A completion's ready ops come in groups of at most this many.
+  static constexpr std::size_t kMaxKeepGroup = tuning::kDispatchGroup;
 
   /// `cores`: those the process may run on, read once for the spare-core
   /// test and the cap alike.
@@ -93,6 +98,13 @@ class CpuExecutor final : public CpuWorkers {
   /// Hands `count` ops to workers spinning for work, as many as there are;
   /// returns how many it handed over.
   std::size_t deliver_to_spinners(OpBlock* const* ops, std::size_t count);
+  /// For a worker completing an op: keeps the first of `ops` that works on
+  /// much data in its slot, if that is free, and copies the others to
+  /// `others`; returns how many it kept (0 or 1).
+  std::size_t keep_one(OpBlock* const* ops, std::size_t count, OpBlock** others);
+  /// The op this worker keeps, unless another took it or an op of positive
+  /// priority waits (the kept one is then queued).
+  OpBlock* take_back_kept();
   void worker_loop();
   /// A worker's pop from the queue. Held ops are ready ops of priority 0:
   /// a worker left with only ops of negative priority moves them to the
@@ -134,6 +146,7 @@ class CpuExecutor final : public CpuWorkers {
   std::mutex held_moves_;
   WorkerPlacement placement_;
   WorkerMailboxes mailboxes_;
+  KeptOps kept_;
   WorkerClocks clocks_;
   ParkedWorkers parked_;
   // Every op a worker runs reads it; starts and arrivals write it.

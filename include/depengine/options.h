@@ -72,6 +72,12 @@ struct PushOptions {
   std::string_view name = {};
   Device device = Device::cpu();
   OpProperty property = OpProperty::Normal;
+  /// How many bytes the op reads and writes, where known (the tensor ops
+  /// fill it in). A hint: a CPU op on this much data that another op's
+  /// completion makes ready stays a while with the worker that ran that op,
+  /// whose cache holds its inputs, rather than go to an idle worker at once
+  /// (docs/architecture.md, "Kept ops"). 0: unknown.
+  std::size_t bytes = 0;
 };
 
 }  // namespace depengine
