@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -46,6 +47,18 @@ int raw_enum(const Enum& field) {
   int value;
   std::memcpy(&value, &field, sizeof value);
   return value;
+}
+
+// Push options as depengine_push_options_init sets them, in this version's
+// layout or in the first release's, which ended before `bytes`.
+constexpr std::size_t kFirstPushOptionsSize = offsetof(depengine_push_options, bytes);
+
+bool push_options_initialized(const depengine_push_options& options) {
+  return options.struct_size == sizeof(depengine_push_options) || options.struct_size == kFirstPushOptionsSize;
+}
+
+std::size_t push_options_bytes(const depengine_push_options& options) {
+  return options.struct_size == sizeof(depengine_push_options) ? options.bytes : 0;
 }
 
 }  // namespace
@@ -244,7 +257,7 @@ depengine_status prepare_push(const char* call, depengine_engine* engine, bool f
     return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "null variable array with a non-zero count");
   }
   if (options != nullptr) {
-    if (options->struct_size != sizeof(depengine_push_options)) {
+    if (!push_options_initialized(*options)) {
       return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call,
                   "push options not initialized with depengine_push_options_init");
     }
@@ -255,6 +268,7 @@ depengine_status prepare_push(const char* call, depengine_engine* engine, bool f
     options_out.priority = options->priority;
     if (options->name != nullptr) options_out.name = options->name;
     options_out.device = {static_cast<depengine::DeviceKind>(device_kind), options->device_index};
+    options_out.bytes = push_options_bytes(*options);
   }
 
   auto convert = [&](const depengine_var* handles, std::size_t n, const char* list, VarBuffer& out) {
@@ -471,6 +485,7 @@ depengine_status depengine_push_options_init(depengine_push_options* options) no
   options->name = nullptr;
   options->device_kind = DEPENGINE_DEVICE_CPU;
   options->device_index = 0;
+  options->bytes = 0;
   return DEPENGINE_OK;
 }
 
@@ -642,7 +657,7 @@ depengine_status depengine_replay(depengine_engine* engine, const depengine_grap
   if (graph->engine != engine) return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call, "a graph of another engine");
   depengine::PushOptions cpp_options;
   if (options != nullptr) {
-    if (options->struct_size != sizeof(depengine_push_options)) {
+    if (!push_options_initialized(*options)) {
       return fail(DEPENGINE_ERROR_INVALID_ARGUMENT, call,
                   "push options not initialized with depengine_push_options_init");
     }

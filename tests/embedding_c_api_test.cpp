@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
@@ -95,11 +96,29 @@ TEST_P(EmbeddingCApi, PushOptionsAreAccepted) {
   ASSERT_EQ(depengine_push_options_init(&options), DEPENGINE_OK);
   options.priority = 3;
   options.name = "named";
+  options.bytes = 1 << 20;
   int a = 0;
   depengine_var va = new_var();
   ASSERT_EQ(depengine_push(engine_, add_one, &a, nullptr, 0, &va, 1, &options), DEPENGINE_OK) << last_error();
   ASSERT_EQ(depengine_wait_to_read(engine_, va), DEPENGINE_OK);
   EXPECT_EQ(a, 1);
+}
+
+// A program built against the first release's header passes the struct as
+// it ended then, before `bytes`; a size that is neither layout is rejected.
+TEST_P(EmbeddingCApi, PushOptionsOfTheFirstLayoutAreAccepted) {
+  depengine_push_options options;
+  ASSERT_EQ(depengine_push_options_init(&options), DEPENGINE_OK);
+  options.struct_size = offsetof(depengine_push_options, bytes);
+  options.bytes = 12345;  // past the caller's struct: never read
+  int a = 0;
+  depengine_var va = new_var();
+  ASSERT_EQ(depengine_push(engine_, add_one, &a, nullptr, 0, &va, 1, &options), DEPENGINE_OK) << last_error();
+  ASSERT_EQ(depengine_wait_to_read(engine_, va), DEPENGINE_OK);
+  EXPECT_EQ(a, 1);
+  options.struct_size = offsetof(depengine_push_options, bytes) + 4;
+  EXPECT_EQ(depengine_push(engine_, add_one, &a, nullptr, 0, &va, 1, &options), DEPENGINE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("depengine_push_options_init"), std::string::npos) << last_error();
 }
 
 TEST_P(EmbeddingCApi, OperationSeesItsDevice) {

@@ -56,8 +56,9 @@ extern "C" {
 #endif
 
 /* Version of this API. Compare with `depengine_c_api_version()` to check that
- * the library loaded at run time (e.g. through ctypes) matches the header. */
-#define DEPENGINE_C_API_VERSION 1
+ * the library loaded at run time (e.g. through ctypes) is at least as new as
+ * the header: a later version only adds (2: depengine_push_options::bytes). */
+#define DEPENGINE_C_API_VERSION 2
 
 /* The result of every call. The values never change between versions. */
 typedef enum depengine_status {
@@ -155,6 +156,10 @@ typedef struct depengine_push_options {
   const char* name;                  /* for errors and the profiler, copied; default NULL */
   depengine_device_kind device_kind; /* default DEPENGINE_DEVICE_CPU */
   int device_index;                  /* default 0 */
+  size_t bytes;                      /* bytes the operation reads and writes, a hint for the CPU
+                                        workers (PushOptions::bytes); default 0: unknown. Added
+                                        after the first release: a struct_size that ends before
+                                        it is accepted, as 0 */
 } depengine_push_options;
 
 /* ---------------------------------------------------------------- errors */
