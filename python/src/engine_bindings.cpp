@@ -95,14 +95,14 @@ void bind_engine(nb::module_& m) {
       .def(
           "push",
           [](const PyEngine& e, nb::handle fn, nb::handle reads, nb::handle writes, int priority,
-             std::optional<std::string> name, nb::handle device) {
+             std::optional<std::string> name, nb::handle device, std::size_t bytes) {
             if (!PyCallable_Check(fn.ptr())) {
               throw nb::type_error(("push: fn must be callable, not " + python_type_name(fn)).c_str());
             }
             release_queued_refs();
             const std::vector<Var> read_vars = parse_vars(reads, "reads");
             const std::vector<Var> write_vars = parse_vars(writes, "writes");
-            PushOptions options{.priority = priority, .device = parse_device(device)};
+            PushOptions options{.priority = priority, .device = parse_device(device), .bytes = bytes};
             if (name) options.name = *name;
             OpFn op = python_op(fn.ptr(), in_capture_body());
             ReleaseGil unlocked;
@@ -110,9 +110,11 @@ void bind_engine(nb::module_& m) {
           },
           nb::arg("fn"), nb::arg("reads").none() = nb::none(), nb::arg("writes").none() = nb::none(), nb::kw_only(),
           nb::arg("priority") = 0, nb::arg("name").none() = nb::none(), nb::arg("device") = "cpu",
+          nb::arg("bytes") = 0,
           "Pushes fn() to run on a worker once the operations it depends on have run.\n\n"
           "reads/writes: Vars or Tensors. Returns at once. An exception fn raises fails the\n"
-          "variables it writes and is raised again by the blocking call that covers them.")
+          "variables it writes and is raised again by the blocking call that covers them.\n"
+          "bytes: how much data fn reads and writes, a hint for the CPU workers.")
       .def(
           "wait_to_read",
           [](const PyEngine& e, nb::handle x) {

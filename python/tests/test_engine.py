@@ -96,6 +96,16 @@ def test_priority_and_name_are_accepted(engine):
     assert out == ["x"]
 
 
+def test_bytes_is_a_hint_and_must_be_a_size(engine):
+    v = engine.new_var("v")
+    out = []
+    engine.push(lambda: out.append("x"), writes=v, bytes=1 << 20)
+    engine.wait_to_read(v)
+    assert out == ["x"]
+    with pytest.raises(TypeError):
+        engine.push(lambda: None, writes=v, bytes=-1)
+
+
 def test_tensors_as_dependencies(engine):
     t = de.zeros(3, engine=engine)
     seen = []
