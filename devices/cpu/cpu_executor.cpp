@@ -29,11 +29,12 @@ thread_local unsigned t_ops_to_placement_check = kOpsPerPlacementCheck;
 
 // Which executor's worker task runs on this thread, and its kept slot
 // (KeptOps); `completing` while it completes an op, whose successors made
-// ready beside the continuation may then be kept.
+// ready beside the continuation may then be kept (from `ended`, the op's end).
 struct KeeperThread {
   const CpuExecutor* executor = nullptr;
   int box = -1;
   bool completing = false;
+  SpinClock::time_point ended{};
 };
 thread_local KeeperThread t_keeper;
 
@@ -103,7 +104,7 @@ void CpuExecutor::submit_plain(OpBlock* const* ops, std::size_t count) {
 std::size_t CpuExecutor::keep_one(OpBlock* const* ops, std::size_t count, OpBlock** others) {
   OpBlock* const* end = ops + count;
   OpBlock* const* heavy = std::find_if(ops, end, [](const OpBlock* op) { return op->bytes >= kKeptOpBytes; });
-  if (heavy == end || !kept_.keep(t_keeper.box, *heavy, SpinClock::now())) return 0;
+  if (heavy == end || !kept_.keep(t_keeper.box, *heavy, t_keeper.ended)) return 0;
   std::copy(ops, heavy, others);
   std::copy(heavy + 1, end, others + (heavy - ops));
   return 1;
@@ -480,7 +481,8 @@ std::size_t CpuExecutor::run_chain(OpBlock* op, int slot) {
     if (async) {
       op = nullptr;
     } else {
-      t_keeper.completing = timed && SpinClock::now() - began < kKeptOpWait;
+      if (timed) t_keeper.ended = SpinClock::now();
+      t_keeper.completing = timed && t_keeper.ended - began < kKeptOpWait;
       op = engine_.complete_and_continue(op, std::move(error));
       t_keeper.completing = false;
     }
