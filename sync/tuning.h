@@ -101,9 +101,10 @@ inline constexpr auto kLongOp = std::chrono::microseconds(20);
 /// bytes or more (PushOptions::bytes): 256 lines, whose trip to another
 /// core's cache costs microseconds, many times a hand-off through a mailbox.
 inline constexpr std::size_t kKeptOpBytes = 16 * 1024;
-/// ...for this long at most before an idle worker may take it: well beyond
-/// the small ops whose data it keeps warm (2-8 µs), a small share of a long
-/// op's time, which then runs in parallel after all.
+/// ...after an op that ran under this long, and for this long at most before
+/// an idle worker may take it: well beyond the small ops whose data it keeps
+/// warm (2-8 µs), a small share of a long op's time, whose successors run in
+/// parallel as before.
 inline constexpr auto kKeptOpWait = std::chrono::microseconds(10);
 /// How long a worker out of work beside busy threads sleeps, for a submit
 /// to hand it work again, before giving its thread back to oneTBB
