@@ -17,6 +17,8 @@
 #include <libxml/tree.h>
 #include <nlohmann/json.hpp>
 
+#include "sync/usable_cores.h"
+
 using nlohmann::json;
 namespace fs = std::filesystem;
 
@@ -96,6 +98,27 @@ TEST(DepbenchCli, WorkersSetTheAsyncEnginesWorkers) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("threaded engine, 1 CPU worker)"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("DIFFER"), std::string::npos) << r.out;
+}
+
+TEST(DepbenchCli, ReportsEachCpusSpeedBeforeAndAfter) {
+  const Command r = depbench("--scenario frontend_backend --size 0.02 --repeat 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string head = "Memory-bound op per CPU (relu over 32 KiB, median us), before and after:";
+  const std::size_t at = r.out.find(head);
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const std::string line = r.out.substr(at, r.out.find('\n', at) - at);
+  // One "B and A" per CPU the process may use, each a time in microseconds.
+  std::istringstream pairs(line.substr(head.size(), line.find(" (slowest") - head.size()));
+  int cpus = 0;
+  for (std::string pair; std::getline(pairs, pair, ',');) {
+    double before = 0, after = 0;
+    EXPECT_EQ(std::sscanf(pair.c_str(), " %lf and %lf", &before, &after), 2) << line;
+    EXPECT_GT(before, 0) << line;
+    EXPECT_GT(after, 0) << line;
+    ++cpus;
+  }
+  EXPECT_EQ(cpus, depengine::detail::usable_cores()) << line;
+  EXPECT_NE(line.find("x the fastest)"), std::string::npos) << line;
 }
 
 TEST(DepbenchCli, RunsOnEmulatedDevices) {

@@ -21,6 +21,7 @@
 #include "bench/depbench/progress.h"
 #include "bench/depbench/scenarios/common.h"
 #include "bench/depbench/table.h"
+#include "bench/support/cpu_speeds.h"
 #include "bench/support/cross_core_roundtrip.h"
 
 namespace {
@@ -118,6 +119,9 @@ int run(const depbench::Options& options, std::string& running) {
   // Runs in one of the machine's slow spells of cross-core traffic move the
   // async modes most (docs/performance.md, "Slow spells"): said with the results.
   const double roundtrip_before_ns = depengine::bench::cross_core_roundtrip_ns();
+  // So do CPUs that run memory-bound ops at different speeds: a sync run
+  // and an async run may have met different ones.
+  const std::vector<double> speeds_before = depengine::bench::cpu_speeds_us();
   std::vector<ScenarioResult> results;
   {
     ProgressLine progress;
@@ -135,10 +139,14 @@ int run(const depbench::Options& options, std::string& running) {
   }
 
   const double roundtrip_after_ns = depengine::bench::cross_core_roundtrip_ns();
+  const std::vector<double> speeds_after = depengine::bench::cpu_speeds_us();
   std::cout << summary_table(results, options.config);
   if (const std::string line = depengine::bench::roundtrips_line(roundtrip_before_ns, roundtrip_after_ns);
       !line.empty()) {
     std::cout << "\n" << line << "\n";
+  }
+  if (const std::string line = depengine::bench::cpu_speeds_line(speeds_before, speeds_after); !line.empty()) {
+    std::cout << line << "\n";
   }
   bool ok = true;
   if (json.wanted()) {
