@@ -41,6 +41,10 @@ class CpuWorkers : public Executor {
   /// True when an active worker was last placed on the calling thread's
   /// CPU: there it takes turns on one core with the thread that feeds it.
   virtual bool worker_on_this_cpu() const = 0;
+  /// Whether threads other than the engine's keep every core of the
+  /// process busy (MachineLoad::neighbour_cores): each engine thread then
+  /// shares its CPU with one of them.
+  virtual bool neighbours_on_every_core() const = 0;
   /// Moves the calling thread (a frontend) off an active worker's CPU to
   /// one no worker is on, where one is allowed and the process keeps its
   /// cores; with `rate_limited`, at most as often as workers move

@@ -12,8 +12,9 @@
 // slow frontend held them kHeldOpsMaxWait, when the ops in flight reach
 // kHeldOpsMaxInFlight (a frontend without back-pressure that never blocks),
 // or once the neighbours are gone. (A frontend past kHeldBurst ops in flight
-// hands them over itself: engine/threaded_engine.cpp; whether the workers'
-// stall in that wait was a long op is decided here too.)
+// hands them over itself: engine/threaded_engine.cpp; whether it waits for
+// them, and whether the workers' stall in that wait was a long op, is
+// decided here too.)
 
 #include <chrono>
 #include <cstdint>
@@ -63,6 +64,15 @@ class HeldOps {
   static bool stalled_in_long_op(double workers_cpu_s, double waited_s, WorkersAsleep&& workers_asleep) {
     if (waited_s <= 0) return false;
     return workers_cpu_s >= tuning::kHeldBurstBusyShare * waited_s || workers_asleep();
+  }
+
+  /// Whether a frontend that handed a burst to a worker yields its core
+  /// until the burst ran: not where neighbours keep every core busy and the
+  /// worker is on another CPU. A neighbour shares the frontend's CPU then,
+  /// and a yield hands it the frontend's turn (EEVDF sets a yielder's
+  /// deadline back a slice) while the worker runs the burst elsewhere anyway.
+  static bool waits_for_burst(bool neighbours_on_every_core, bool worker_on_this_cpu) {
+    return !neighbours_on_every_core || worker_on_this_cpu;
   }
 };
 

@@ -237,7 +237,8 @@ class ThreadedEngine final : public EngineCore {
   // and yields its core, which that worker most likely shares with it,
   // until they ran (a quarter left) or the workers stand still for
   // kHeldBurstStall, then pushes on. Never longer: an op may wait for what
-  // this thread does after the push. A stall while the workers had their
+  // this thread does after the push. Not at all where a neighbour, not
+  // the worker, shares its CPU (HeldOps::waits_for_burst). A stall while the workers had their
   // cores (their CPU time grew: a long op) is not waited for again until
   // they complete an op, or the frontend would push a few dozen ops per
   // kHeldBurstStall for as long as the op runs; one while they lacked their
@@ -253,6 +254,7 @@ class ThreadedEngine final : public EngineCore {
     if (in_flight() <= kBurst) return;
     if (PushBuffer* own = buffers_.mine_if_cached()) flush(*own);
     cpu_->attend();
+    if (!detail::HeldOps::waits_for_burst(cpu_->neighbours_on_every_core(), cpu_->worker_on_this_cpu())) return;
     const std::uint64_t completed_before = counter_.completed();
     if (completed_before == burst_stalled_at_.load(std::memory_order_relaxed)) return;
     const std::optional<double> workers_before = cpu_->workers_cpu_seconds();

@@ -101,7 +101,12 @@ void MachineLoad::judge(const CpuTimeSample& a, const CpuTimeSample& b) {
   judged_at_.store(b.when.time_since_epoch().count(), std::memory_order_relaxed);
   const double others = others_busy_cores(a, b);
   const bool busy = others >= kBusyCores;
-  neighbour_cores_.store(busy ? std::max(1, static_cast<int>(std::lround(others))) : 0, std::memory_order_relaxed);
+  // Neighbours that compete with the engine's threads for the cores get
+  // less than they want: a quarter core past a whole one is another core
+  // they would keep busy (two busy loops beside an engine on 2 cores got
+  // 1.3-1.7 of them).
+  const int cores = static_cast<int>(std::ceil(others - kCoreRoundingDown));
+  neighbour_cores_.store(busy ? std::max(1, cores) : 0, std::memory_order_relaxed);
   neighbours_busy_.store(busy, std::memory_order_release);
 }
 

@@ -52,6 +52,8 @@ class MachineLoad {
   static constexpr double kBusyCores = tuning::kNeighbourCores;
   /// How long a window's verdict holds.
   static constexpr auto kVerdictLife = 5 * kWindow;
+  /// The fraction of a core past a whole one that neighbour_cores() leaves out.
+  static constexpr double kCoreRoundingDown = 0.25;
 
   MachineLoad();
   /// Takes a sample at `now` if the last one is kWindow old, and judges the
@@ -68,8 +70,9 @@ class MachineLoad {
   /// push (a read costs a good part of one). For callers whose engine
   /// updates the verdict while it works (its flush timer does).
   bool last_verdict() const { return neighbours_busy_.load(std::memory_order_relaxed); }
-  /// How many cores those threads kept busy in that window, rounded, at
-  /// least 1 while last_verdict() holds; 0 otherwise.
+  /// How many cores those threads kept busy in that window, rounded up
+  /// from a quarter past a whole one, at least 1 while last_verdict()
+  /// holds; 0 otherwise.
   int neighbour_cores() const { return last_verdict() ? neighbour_cores_.load(std::memory_order_relaxed) : 0; }
 
   /// The cores threads other than the engine's kept busy on average from `a` to `b`.

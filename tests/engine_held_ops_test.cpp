@@ -118,6 +118,17 @@ TEST(HeldOpsPolicy, AStallIsALongOpWhenTheWorkersRanForAQuarterOfItOrSleep) {
   EXPECT_EQ(asked, 1);
 }
 
+TEST(HeldOpsPolicy, AFrontendWaitsForItsBurstUnlessANeighbourSharesItsCpu) {
+  // A free core for the worker and the frontend to take turns on, or the
+  // worker on the frontend's CPU: the frontend yields it to the worker.
+  EXPECT_TRUE(HeldOps::waits_for_burst(/*neighbours_on_every_core=*/false, /*worker_on_this_cpu=*/false));
+  EXPECT_TRUE(HeldOps::waits_for_burst(false, true));
+  EXPECT_TRUE(HeldOps::waits_for_burst(true, true));
+  // A neighbour on every core and the worker elsewhere: a neighbour would
+  // take the yielded turn, and the frontend pushes on.
+  EXPECT_FALSE(HeldOps::waits_for_burst(true, false));
+}
+
 // ---------------------------------------------------------------- the engine, beside pinned neighbours
 
 int cores() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }

@@ -90,9 +90,15 @@ TEST(MachineLoad, TheVerdictCountsTheCoresTheNeighboursKeepBusy) {
   EXPECT_EQ(load.neighbour_cores(), 1);
   load.judge(at(11, 101.8, 50.8), at(12, 104.4, 51.8));  // 1.6 cores
   EXPECT_EQ(load.neighbour_cores(), 2);
-  load.judge(at(12, 104.4, 51.8), at(13, 105.0, 52.0));  // 0.4: not busy
+  // Neighbours held back by the engine's threads: a quarter past one core
+  // is another they want; less is one.
+  load.judge(at(12, 104.4, 51.8), at(13, 106.1, 52.2));  // 1.3 cores
+  EXPECT_EQ(load.neighbour_cores(), 2);
+  load.judge(at(13, 106.1, 52.2), at(14, 107.6, 52.5));  // 1.2 cores
+  EXPECT_EQ(load.neighbour_cores(), 1);
+  load.judge(at(14, 107.6, 52.5), at(15, 108.2, 52.7));  // 0.4: not busy
   EXPECT_EQ(load.neighbour_cores(), 0);
-  load.judge(at(13, 105.0, 52.0), at(14, 105.6, 52.0));  // 0.6: busy, at least one
+  load.judge(at(15, 108.2, 52.7), at(16, 108.8, 52.7));  // 0.6: busy, at least one
   EXPECT_EQ(load.neighbour_cores(), 1);
 }
 

@@ -58,6 +58,7 @@ class CpuExecutor final : public CpuWorkers {
   /// The thread would only sleep otherwise, and ops it runs need no hand-off.
   bool help() override;
   bool worker_on_this_cpu() const override { return placement_.occupied(WorkerPlacement::current_cpu()); }
+  bool neighbours_on_every_core() const override { return MachineLoad::process().neighbour_cores() >= cores_; }
   bool step_off_workers(bool rate_limited) override { return placement_.step_off(rate_limited); }
 
   /// How many of `threads` workers may be active at once on `cores` cores,
