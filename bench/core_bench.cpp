@@ -4,8 +4,9 @@
 // OpenMP tasks with depend clauses and, when built with it, StarPU. Ops are
 // empty, so what is measured is the cost per operation of the runtime itself.
 //
-// Names are <workload>/<system>/<threads>; the counter ns_per_op is the wall
-// time of one iteration (push/build, run, wait) divided by its op count.
+// Names are <workload>/<system>/<threads> (1, 2, and the usable cores where
+// they are more); the counter ns_per_op is the wall time of one iteration
+// (push/build, run, wait) divided by its op count.
 // Every system gets the graph in the form its API takes, made outside the
 // timed loop: the flow graph its edges, OpenMP its cells, depengine and
 // StarPU each op's handles (OpAccesses).
@@ -58,6 +59,7 @@
 
 #include "bench/support/cross_core_roundtrip.h"
 #include "bench/support/random_workload.h"
+#include "sync/usable_cores.h"
 
 namespace {
 
@@ -421,25 +423,31 @@ int take_busy_threads(int& argc, char** argv) {
 
 #include "bench/replay_bench.h"
 
+// 1 and 2 threads everywhere, and every core the process may use where
+// that is more (the tables of a many-core machine).
+benchmark::internal::Benchmark* thread_counts(benchmark::internal::Benchmark* b) {
+  b->Arg(1)->Arg(2);
+  if (const int cores = depengine::detail::usable_cores(); cores > 2) b->Arg(cores);
+  return b->UseRealTime()->Apply(around_each);
+}
+
 void register_all() {
   const std::pair<const char*, Workload (*)(int)> workloads[] = {
       {"chain", chain}, {"independent", independent}, {"fan_out_in", fan_out_in},
       {"stencil_1d", stencil_1d}, {"random_rw", random_rw}};
   for (const auto& [name, make] : workloads) {
     const std::string prefix(name);
-    benchmark::RegisterBenchmark((prefix + "/depengine").c_str(), run_engine, make, EngineKind::Threaded, true)
-        ->Arg(1)->Arg(2)->UseRealTime()->Apply(around_each);
+    thread_counts(benchmark::RegisterBenchmark((prefix + "/depengine").c_str(), run_engine, make,
+                                               EngineKind::Threaded, true));
     // Each push registered at once: what batching buys, in the same run.
-    benchmark::RegisterBenchmark((prefix + "/depengine_unbatched").c_str(), run_engine, make, EngineKind::Threaded,
-                                 false)
-        ->Arg(1)->Arg(2)->UseRealTime()->Apply(around_each);
+    thread_counts(benchmark::RegisterBenchmark((prefix + "/depengine_unbatched").c_str(), run_engine, make,
+                                               EngineKind::Threaded, false));
     benchmark::RegisterBenchmark((prefix + "/naive").c_str(), run_engine, make, EngineKind::Naive, true)
         ->Arg(1)->UseRealTime()->Apply(around_each);
-    benchmark::RegisterBenchmark((prefix + "/tbb_flow_graph").c_str(), run_tbb_flow_graph, make)
-        ->Arg(1)->Arg(2)->UseRealTime()->Apply(around_each);
-    benchmark::RegisterBenchmark((prefix + "/omp_task").c_str(), run_omp_task, make)->Arg(1)->Arg(2)->UseRealTime()->Apply(around_each);
+    thread_counts(benchmark::RegisterBenchmark((prefix + "/tbb_flow_graph").c_str(), run_tbb_flow_graph, make));
+    thread_counts(benchmark::RegisterBenchmark((prefix + "/omp_task").c_str(), run_omp_task, make));
 #ifdef DEPENGINE_BENCH_HAVE_STARPU
-    benchmark::RegisterBenchmark((prefix + "/starpu").c_str(), run_starpu, make)->Arg(1)->Arg(2)->UseRealTime()->Apply(around_each);
+    thread_counts(benchmark::RegisterBenchmark((prefix + "/starpu").c_str(), run_starpu, make));
 #endif
   }
   register_replay();

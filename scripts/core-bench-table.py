@@ -115,6 +115,10 @@ def run_copies(args, command):
         if copy.returncode != 0:
             sys.stderr.write(errors)
             raise subprocess.CalledProcessError(copy.returncode, command)
+        if not output.strip():
+            # Google Benchmark prints nothing when its filter matches nothing.
+            sys.exit(f"core-bench-table: {command[0]} ran no benchmark for {command[1]}"
+                     " (--workloads and --systems name what core_bench runs)")
         outputs.append(output)
         # Each benchmark's own too: a spell may begin or end within a process.
         roundtrips += core_bench_roundtrips.roundtrips(json.loads(output), errors)

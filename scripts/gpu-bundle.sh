@@ -8,6 +8,7 @@
 #   scripts/gpu-bundle.sh [ARCH] [BUNDLE_DIR]   (defaults: 90, build-gpu-bundle)
 #   ... copy BUNDLE_DIR to the GPU machine, then there:
 #   scripts/gpu-check.sh --prebuilt BUNDLE_DIR
+#   scripts/cores-check.sh --prebuilt BUNDLE_DIR   (the CPU tables on its cores)
 #
 # cuBLAS and NCCL are left out (hundreds of MB): gpu-check.sh finds the GPU
 # machine's own. comm_mpi_tests needs the machine's mpirun (Open MPI).
@@ -17,8 +18,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 arch=${1:-90}
 bundle=${2:-$root/build-gpu-bundle}
 build=$root/build-gpu
-programs=(device_cuda_tests device_cuda_bench tensor_tests mlp_train core_bench depbench depbench_scenario_tests comm_tests
-  comm_nccl_tests comm_mpi_tests kvstore_tests)
+programs=(device_cuda_tests device_cuda_bench tensor_tests mlp_train core_bench metg depbench depbench_scenario_tests
+  comm_tests comm_nccl_tests comm_mpi_tests kvstore_tests)
 
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DDEPENGINE_WITH_CUDA=ON -DDEPENGINE_BENCH_STARPU=OFF \
   "-DCMAKE_CUDA_ARCHITECTURES=$arch" >/dev/null

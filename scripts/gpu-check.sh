@@ -25,33 +25,13 @@ fi
 gpu=$(nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader | head -n 1)
 [[ -x /usr/local/cuda/bin/nvcc ]] && export PATH="/usr/local/cuda/bin:$PATH"
 
-# Adds to LD_LIBRARY_PATH the folder of each library the programs in $1 miss,
-# looking where CUDA installs put them (the toolkit, pip's nvidia-* wheels).
-find_missing_libraries() {
-  local lib dir
-  for lib in $(ldd "$1"/* 2>/dev/null | awk '/=> not found/ { print $1 }' | sort -u); do
-    dir=$(find /usr/local/cuda*/ /usr/lib /opt /usr/local/lib -name "$lib" 2>/dev/null | head -n 1 | xargs -r dirname)
-    if [[ -n $dir ]]; then
-      echo "   $lib from $dir"
-      export LD_LIBRARY_PATH="$dir:$LD_LIBRARY_PATH"
-    else
-      echo "   $lib: not found on this machine"
-    fi
-  done
-}
+source "$root/scripts/bundle-env.sh"
 
 if [[ ${1:-} == --prebuilt ]]; then
   bundle=$(cd "${2:?--prebuilt needs the folder scripts/gpu-bundle.sh made}" && pwd)
-  bin=$bundle/bin
   out=$bundle
-  export LD_LIBRARY_PATH="$bundle/lib:${LD_LIBRARY_PATH:-}"
   echo "== prebuilt programs ($gpu)"
-  # The bundle's libstdc++ only where this machine's is older.
-  if ldd "$bin"/* 2>&1 | grep -q "version .* not found"; then
-    echo "   using the bundle's libstdc++"
-    export LD_LIBRARY_PATH="$bundle/compat:$LD_LIBRARY_PATH"
-  fi
-  find_missing_libraries "$bin"
+  use_bundle "$bundle"
 else
   build=${1:-$root/build-gpu}
   out=$build
