@@ -237,12 +237,12 @@ class ThreadedEngine final : public EngineCore {
   // and yields its core, which that worker most likely shares with it,
   // until they ran (a quarter left) or the workers stand still for
   // kHeldBurstStall, then pushes on. Never longer: an op may wait for what
-  // this thread does after the push. Not at all where a neighbour, not
-  // the worker, shares its CPU (HeldOps::waits_for_burst). A stall while the workers had their
-  // cores (their CPU time grew: a long op) is not waited for again until
-  // they complete an op, or the frontend would push a few dozen ops per
-  // kHeldBurstStall for as long as the op runs; one while they lacked their
-  // cores is, since they run the burst once back.
+  // this thread does after the push. Not at all where a neighbour, not the
+  // worker, shares its CPU (HeldOps::waits_for_burst). A stall while the
+  // workers had their cores (their CPU time grew: a long op) is not waited
+  // for again until they complete an op, or the frontend would push a few
+  // dozen ops per kHeldBurstStall for as long as the op runs; one while
+  // they lacked their cores is, since they run the burst once back.
   //
   // A loop of yields, not a SpinWait: it gives the core away on purpose,
   // so a yield that returns after a neighbour's time slice is no lost core,

@@ -3,9 +3,10 @@
 // over 32 x 256 floats (32 KiB in, 32 KiB out, in the core's L2), on one
 // thread pinned to each CPU the process may use, all at once.
 //
-// On the development VMs one vCPU runs such ops in 0.7-0.8 us while the
-// other takes 1.5-1.7 us, and which one is slow changes every tenth of a
-// second to a few seconds, whatever the process does: the host's, not ours.
+// On the development VMs a vCPU runs such ops at one of two speeds, about
+// twice apart (0.75 or 1.5-1.7 us with AVX2), and which changes every tenth
+// of a second to a few seconds, on each vCPU by itself and whatever the
+// process does: the host's doing, not ours.
 // A sync run (the frontend's CPU) and an async run (a worker's) of one
 // process may then meet different speeds, so benchmarks report this with
 // their results, as they report the cross-core round trip.
