@@ -120,12 +120,12 @@ bool MachineLoad::neighbours_busy() const {
   return neighbours_busy_.load(std::memory_order_relaxed) && neighbours_busy(SpinClock::now());
 }
 
-void MachineLoad::pin(bool busy) {
+void MachineLoad::pin(bool busy, int cores) {
   // Not while a sample is judged: its verdict would come after this one.
   while (sampling_.exchange(true, std::memory_order_acquire)) std::this_thread::yield();
   pinned_.store(true, std::memory_order_relaxed);
   judged_at_.store(SpinClock::duration::max().count(), std::memory_order_relaxed);  // never too old
-  neighbour_cores_.store(busy ? 1 : 0, std::memory_order_relaxed);
+  neighbour_cores_.store(busy ? std::max(1, cores) : 0, std::memory_order_relaxed);
   neighbours_busy_.store(busy, std::memory_order_release);
   sampling_.store(false, std::memory_order_release);
 }

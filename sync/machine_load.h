@@ -89,9 +89,9 @@ class MachineLoad {
   static MachineLoad& process();
 
   /// For tests of the policies that follow the verdict: it stays `busy`
-  /// (neighbours keeping one core busy), whatever the samples say, until
-  /// unpin().
-  void pin(bool busy);
+  /// (neighbours keeping `cores` cores busy), whatever the samples say,
+  /// until unpin().
+  void pin(bool busy, int cores = 1);
   void unpin();
 
  private:

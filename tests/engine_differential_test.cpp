@@ -16,6 +16,7 @@
 
 #include "bench/support/random_workload.h"
 #include "sync/machine_load.h"
+#include "sync/usable_cores.h"
 #include "tests/support/pinned_neighbours.h"
 
 namespace depengine {
@@ -146,9 +147,18 @@ TEST(DifferentialBusyNeighbours, MatchesTheNaiveEngineWithTheCoresTaken) {
 
 // The same with the verdict pinned to busy neighbours, so that every run
 // holds what its frontends make ready for their blocking calls (and the
-// flush timer): several pushers, waits, back-pressure.
-TEST(DifferentialHeldOps, MatchesTheNaiveEngineWithOpsHeldForTheirFrontends) {
-  const PinnedNeighbours busy(true);
+// flush timer): several pushers, waits, back-pressure. Neighbours on one
+// core, or on every core, where a frontend past a burst that no worker
+// shares its CPU with pushes on (HeldOps::waits_for_burst).
+class DifferentialHeldOps : public ::testing::TestWithParam<bool> {};
+
+INSTANTIATE_TEST_SUITE_P(Neighbours, DifferentialHeldOps, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "OnEveryCore" : "OnOneCore";
+                         });
+
+TEST_P(DifferentialHeldOps, MatchesTheNaiveEngineWithOpsHeldForTheirFrontends) {
+  const PinnedNeighbours busy(true, GetParam() ? depengine::detail::usable_cores() : 1);
   for (int seed = 1; seed <= kSeeds; ++seed) {
     for (const auto [workers, pushers] : {std::pair{1, 1}, std::pair{1, 3}, std::pair{2, 2}, std::pair{4, 3}}) {
       const auto ops = testing::make_random_ops(seed * 6271 + workers * 7 + pushers, kVars, kOps / 2, 1 + seed % 4);

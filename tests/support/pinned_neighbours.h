@@ -1,7 +1,7 @@
 #pragma once
 // PinnedNeighbours: for tests of what the engine does beside busy neighbours
 // (sync/machine_load.h). While it lives, the process's verdict stays as
-// given, whatever the machine does.
+// given (busy or not, and on how many cores), whatever the machine does.
 
 #include <optional>
 
@@ -9,7 +9,7 @@
 
 class PinnedNeighbours {
  public:
-  explicit PinnedNeighbours(bool busy) { depengine::detail::MachineLoad::process().pin(busy); }
+  explicit PinnedNeighbours(bool busy, int cores = 1) { depengine::detail::MachineLoad::process().pin(busy, cores); }
   ~PinnedNeighbours() { depengine::detail::MachineLoad::process().unpin(); }
   PinnedNeighbours(const PinnedNeighbours&) = delete;
   PinnedNeighbours& operator=(const PinnedNeighbours&) = delete;
