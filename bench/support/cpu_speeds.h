@@ -24,10 +24,6 @@
 
 #include "bench/support/cross_core_roundtrip.h"
 
-#if defined(__linux__)
-#include <sched.h>
-#endif
-
 namespace depengine::bench {
 
 namespace detail {
@@ -63,12 +59,7 @@ inline double relu_median_us(std::chrono::milliseconds window) {
 inline std::vector<double> cpu_speeds_us(std::chrono::milliseconds window = std::chrono::milliseconds(20)) {
   std::vector<double> speeds;
 #if defined(__linux__)
-  cpu_set_t allowed;
-  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return speeds;
-  std::vector<int> cpus;
-  for (int c = 0; c < CPU_SETSIZE; ++c) {
-    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
-  }
+  const std::vector<int> cpus = detail::allowed_cpus();
   speeds.resize(cpus.size());
   std::vector<std::thread> probes;
   for (std::size_t i = 0; i < cpus.size(); ++i) {

@@ -19,6 +19,7 @@
 #include <cmath>
 #include <string>
 #include <thread>
+#include <vector>
 
 #if defined(__linux__)
 #include <pthread.h>
@@ -37,6 +38,18 @@ inline bool pin_to(int cpu) {
   CPU_SET(cpu, &one);
   return pthread_setaffinity_np(pthread_self(), sizeof(one), &one) == 0;
 }
+
+// The CPUs the process may run on (its affinity mask), in order; empty
+// where unknown.
+inline std::vector<int> allowed_cpus() {
+  std::vector<int> cpus;
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  }
+  return cpus;
+}
 #endif
 
 }  // namespace detail
@@ -47,13 +60,8 @@ inline bool pin_to(int cpu) {
 /// than two CPUs (or off Linux).
 inline double cross_core_roundtrip_ns(int bursts = 20, int rounds = 500) {
 #if defined(__linux__)
-  cpu_set_t allowed;
-  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return -1;
-  int cpus[2] = {-1, -1};
-  for (int c = 0, found = 0; c < CPU_SETSIZE && found < 2; ++c) {
-    if (CPU_ISSET(c, &allowed)) cpus[found++] = c;
-  }
-  if (cpus[1] < 0) return -1;
+  const std::vector<int> cpus = detail::allowed_cpus();
+  if (cpus.size() < 2) return -1;
   alignas(64) std::atomic<long> ball{0};
   double best = -1;
   // Each side runs on a thread of its own, so the caller's affinity stays as it was.
