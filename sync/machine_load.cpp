@@ -104,7 +104,7 @@ void MachineLoad::judge(const CpuTimeSample& a, const CpuTimeSample& b) {
   // Neighbours that compete with the engine's threads for the cores get
   // less than they want: a quarter core past a whole one is another core
   // they would keep busy (two busy loops beside an engine on 2 cores got
-  // 1.3-1.7 of them).
+  // 1.3-1.5 of them in most windows, 0.9-1.7 in all).
   const int cores = static_cast<int>(std::ceil(others - kCoreRoundingDown));
   neighbour_cores_.store(busy ? std::max(1, cores) : 0, std::memory_order_relaxed);
   neighbours_busy_.store(busy, std::memory_order_release);
