@@ -96,15 +96,17 @@ inline constexpr auto kWorkerIdleSpin = std::chrono::microseconds(50);
 /// on average: a wake-up costs a fraction of such an op, while small ops
 /// run fastest on this thread alone.
 inline constexpr auto kLongOp = std::chrono::microseconds(20);
-/// A CPU op a completion makes ready beside its continuation stays with the
-/// completing worker (devices/cpu/kept_ops.h) when it declares this many
-/// bytes or more (PushOptions::bytes): 256 lines, whose trip to another
-/// core's cache costs microseconds, many times a hand-off through a mailbox.
-inline constexpr std::size_t kKeptOpBytes = 16 * 1024;
+/// The CPU ops a completion makes ready beside its continuation stay with
+/// the completing worker (devices/cpu/kept_ops.h) when they and the
+/// completed op declare data (PushOptions::bytes), up to this many per
+/// worker: a completion in a training step makes three or four ready (a
+/// layer's gradients and its input's), and any one handed away may carry the
+/// chain, and its data, to another core.
+inline constexpr int kKeptOpsPerWorker = 4;
 /// ...after an op that ran under this long, and for this long at most before
-/// an idle worker may take it: well beyond the small ops whose data it keeps
-/// warm (2-8 µs), a small share of a long op's time, whose successors run in
-/// parallel as before.
+/// an idle worker may take them: well beyond the small ops whose data they
+/// keep warm (2-8 µs), a small share of a long op's time, whose successors
+/// run in parallel as before.
 inline constexpr auto kKeptOpWait = std::chrono::microseconds(10);
 /// How long a worker out of work beside busy threads sleeps, for a submit
 /// to hand it work again, before giving its thread back to oneTBB

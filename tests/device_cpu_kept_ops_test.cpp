@@ -1,4 +1,4 @@
-// KeptOps (devices/cpu/kept_ops.h): one op kept per worker, taken back by
+// KeptOps (devices/cpu/kept_ops.h): a few ops kept per worker, taken back by
 // its keeper or taken by another worker only once kept long enough (made-up
 // times), and each kept op handed out exactly once when keepers and thieves
 // race.
@@ -20,19 +20,24 @@ using std::chrono::microseconds;
 
 const SpinClock::time_point kT0{std::chrono::seconds(100)};
 
-TEST(KeptOps, AWorkerKeepsOneOpAndTakesItBack) {
+TEST(KeptOps, AWorkerKeepsAFewOpsAndTakesThemBack) {
+  constexpr int kSlots = KeptOps::kSlots;
   KeptOps kept(2);
-  auto ops = std::make_unique<OpBlock[]>(2);
+  auto ops = std::make_unique<OpBlock[]>(kSlots + 2);
   EXPECT_EQ(kept.take_back(0), nullptr);
   EXPECT_FALSE(kept.any());
-  EXPECT_TRUE(kept.keep(0, &ops[0], kT0));
+  for (int i = 0; i < kSlots; ++i) EXPECT_TRUE(kept.keep(0, &ops[i], kT0)) << "op " << i;
   EXPECT_TRUE(kept.any());
-  EXPECT_FALSE(kept.keep(0, &ops[1], kT0)) << "one op per worker";
-  EXPECT_TRUE(kept.keep(1, &ops[1], kT0)) << "the other worker's slot is its own";
-  EXPECT_EQ(kept.take_back(0), &ops[0]);
-  EXPECT_EQ(kept.take_back(0), nullptr) << "taken once";
-  EXPECT_EQ(kept.take_back(1), &ops[1]);
+  EXPECT_FALSE(kept.keep(0, &ops[kSlots], kT0)) << kSlots << " ops per worker";
+  EXPECT_TRUE(kept.keep(1, &ops[kSlots], kT0)) << "the other worker's slots are its own";
+  std::vector<OpBlock*> back;
+  while (OpBlock* op = kept.take_back(0)) back.push_back(op);
+  ASSERT_EQ(back.size(), static_cast<std::size_t>(kSlots)) << "each taken once";
+  for (int i = 0; i < kSlots; ++i) EXPECT_EQ(back[i], &ops[i]) << "in the order kept";
+  EXPECT_EQ(kept.take_back(1), &ops[kSlots]);
   EXPECT_FALSE(kept.any());
+  EXPECT_TRUE(kept.keep(0, &ops[kSlots + 1], kT0)) << "freed slots keep again";
+  EXPECT_EQ(kept.take_back(0), &ops[kSlots + 1]);
 }
 
 TEST(KeptOps, AnotherWorkerTakesOnlyOpsKeptLongEnough) {
@@ -46,6 +51,19 @@ TEST(KeptOps, AnotherWorkerTakesOnlyOpsKeptLongEnough) {
   EXPECT_EQ(kept.take_back(0), nullptr) << "gone to the thief";
   EXPECT_EQ(kept.steal(2, kT0 + microseconds(10)), nullptr) << "the other op was kept later";
   EXPECT_EQ(kept.steal(-1, SpinClock::time_point::max()), &ops[1]) << "any op, kept at any time";
+  EXPECT_FALSE(kept.any());
+}
+
+TEST(KeptOps, AnotherWorkerTakesAKeepersOpsOneByOneOnceKeptLongEnough) {
+  KeptOps kept(2);
+  auto ops = std::make_unique<OpBlock[]>(3);
+  ASSERT_TRUE(kept.keep(0, &ops[0], kT0));
+  ASSERT_TRUE(kept.keep(0, &ops[1], kT0 + microseconds(5)));
+  ASSERT_TRUE(kept.keep(0, &ops[2], kT0 + microseconds(20)));
+  EXPECT_EQ(kept.steal(1, kT0 + microseconds(10)), &ops[0]);
+  EXPECT_EQ(kept.steal(1, kT0 + microseconds(10)), &ops[1]);
+  EXPECT_EQ(kept.steal(1, kT0 + microseconds(10)), nullptr) << "the last was kept later";
+  EXPECT_EQ(kept.take_back(0), &ops[2]);
   EXPECT_FALSE(kept.any());
 }
 

@@ -38,7 +38,7 @@ struct RunResult {
 // Runs `ops` with `pushers` frontend threads taking turns op by op (so that
 // the push order, and hence the expected result, is fixed), optionally with
 // blocking calls sprinkled in; with `heavy_ops`, two ops in three declare
-// much data (PushOptions::bytes), which the workers may keep (KeptOps).
+// data (PushOptions::bytes), which the workers may keep (KeptOps).
 RunResult run(EngineOptions options, const std::vector<RandomOp>& ops, int pushers, bool with_waits,
               bool heavy_ops = false) {
   Engine engine(options);
@@ -90,9 +90,9 @@ TEST_P(Differential, MatchesTheNaiveEngineBitForBit) {
   }
 }
 
-// The same with ops that declare much data: a worker keeps one that its
-// completion made ready beside its continuation, and another worker may
-// take it from it (KeptOps).
+// The same with ops that declare data: a worker keeps those its completion
+// made ready beside its continuation, and another worker may take them from
+// it (KeptOps).
 TEST_P(Differential, MatchesTheNaiveEngineWithOpsKeptForTheirData) {
   const auto [workers, pushers] = GetParam();
   for (int seed = 1; seed <= kSeeds / 2; ++seed) {

@@ -412,9 +412,9 @@ TEST_P(Semantics, HigherPriorityRunsFirstAmongOpsOneCompletionMakesReady) {
   EXPECT_EQ(order, (std::vector<int>{9, 5, 0, -3}));
 }
 
-// The same where the completion's worker keeps one of the ops of priority
-// 0 for its data (PushOptions::bytes, KeptOps): the kept op waits for the
-// op of higher priority too. One worker of two is held, so that the other
+// The same where the completion's worker keeps the ops of priority 0 for
+// their data (PushOptions::bytes, KeptOps): kept ops wait for the op of
+// higher priority too. One worker of two is held, so that the other
 // runs them all, one after the other.
 TEST_P(Semantics, HigherPriorityRunsBeforeAnOpKeptForItsData) {
   if (kind() == EngineKind::Naive) GTEST_SKIP() << "the naive engine has no ready queue";
@@ -436,29 +436,33 @@ TEST_P(Semantics, HigherPriorityRunsBeforeAnOpKeptForItsData) {
   EXPECT_EQ(order, (std::vector<int>{9, 0, 0}));
 }
 
-// Two ops on much data made ready by one short op's completion: its worker
-// keeps one of them and continues with the other, which here waits for the
-// kept one. Another worker takes it (KeptOps), in either push order.
-TEST_P(Semantics, AnOpKeptForItsDataRunsWhileItsKeeperWaitsForIt) {
+// Ops on data made ready by one short op's completion: its worker keeps
+// those beside the one it continues with, which here waits for them all.
+// Other workers take them (KeptOps), whichever comes first in push order.
+TEST_P(Semantics, OpsKeptForTheirDataRunWhileTheirKeeperWaitsForThem) {
   if (kind() == EngineKind::Naive) GTEST_SKIP() << "the naive engine runs the waiting op first, at its push";
-  for (const bool waiter_first : {true, false}) {
-    for (const int workers : {2, 4}) {
-      Engine engine(options(workers));
-      const Var v = engine.new_var();
-      constexpr std::size_t kMuchData = 1 << 20;
-      std::atomic<bool> set{false};
-      std::atomic<bool> seen{false};
-      const auto waiter = [&](RunContext&) {
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-        while (!set.load() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
-        seen = set.load();
-      };
-      const auto setter = [&](RunContext&) { set = true; };
-      engine.push([](RunContext&) {}, {}, {v}, {.bytes = kMuchData});
-      engine.push(waiter_first ? OpFn(waiter) : OpFn(setter), {v}, {}, {.bytes = kMuchData});
-      engine.push(waiter_first ? OpFn(setter) : OpFn(waiter), {v}, {}, {.bytes = kMuchData});
-      engine.wait_all();
-      EXPECT_TRUE(seen.load()) << workers << " workers, " << (waiter_first ? "waiter" : "setter") << " pushed first";
+  for (const int setters : {1, 3}) {
+    for (const bool waiter_first : {true, false}) {
+      for (const int workers : {2, 4}) {
+        Engine engine(options(workers));
+        const Var v = engine.new_var();
+        constexpr std::size_t kSomeData = 64;
+        std::atomic<int> set{0};
+        std::atomic<bool> seen{false};
+        const auto waiter = [&](RunContext&) {
+          const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+          while (set.load() < setters && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+          seen = set.load() == setters;
+        };
+        const auto setter = [&](RunContext&) { set.fetch_add(1); };
+        engine.push([](RunContext&) {}, {}, {v}, {.bytes = kSomeData});
+        if (waiter_first) engine.push(waiter, {v}, {}, {.bytes = kSomeData});
+        for (int i = 0; i < setters; ++i) engine.push(setter, {v}, {}, {.bytes = kSomeData});
+        if (!waiter_first) engine.push(waiter, {v}, {}, {.bytes = kSomeData});
+        engine.wait_all();
+        EXPECT_TRUE(seen.load()) << setters << " setters, " << workers << " workers, "
+                                 << (waiter_first ? "waiter" : "setters") << " pushed first";
+      }
     }
   }
 }

@@ -21,13 +21,12 @@ constexpr auto kLongOp = tuning::kLongOp;
 constexpr auto kPark = tuning::kWorkerPark;
 constexpr unsigned kOpsPerPlacementCheck = tuning::kWorkerOpsPerPlacementCheck;
 constexpr auto kQueueWatchWindow = tuning::kQueueWatchWindow;
-constexpr std::size_t kKeptOpBytes = tuning::kKeptOpBytes;
 constexpr auto kKeptOpWait = tuning::kKeptOpWait;
 
 // Ops a worker runs before it next looks at its CPU (WorkerPlacement::recheck).
 thread_local unsigned t_ops_to_placement_check = kOpsPerPlacementCheck;
 
-// Which executor's worker task runs on this thread, and its kept slot
+// Which executor's worker task runs on this thread, and its kept slots
 // (KeptOps); `completing` while it completes an op, whose successors made
 // ready beside the continuation may then be kept (from `ended`, the op's end).
 struct KeeperThread {
@@ -82,10 +81,10 @@ void CpuExecutor::submit_plain(OpBlock* const* ops, std::size_t count) {
   OpBlock* others[kMaxKeepGroup];
   std::size_t kept = 0;
   if (t_keeper.completing && t_keeper.executor == this && count <= kMaxKeepGroup) [[unlikely]] {
-    kept = keep_one(ops, count, others);
+    kept = keep_successors(ops, count, others);
     if (kept != 0) {
       ops = others;
-      --count;
+      count -= kept;
     }
   }
   // A kept op starts no worker: its keeper runs it soon, and a worker
@@ -101,21 +100,28 @@ void CpuExecutor::submit_plain(OpBlock* const* ops, std::size_t count) {
   start_worker_if_needed(queue_.push_plain(ops + delivered, count - delivered) + delivered);
 }
 
-std::size_t CpuExecutor::keep_one(OpBlock* const* ops, std::size_t count, OpBlock** others) {
-  OpBlock* const* end = ops + count;
-  OpBlock* const* heavy = std::find_if(ops, end, [](const OpBlock* op) { return op->bytes >= kKeptOpBytes; });
-  if (heavy == end || !kept_.keep(t_keeper.box, *heavy, t_keeper.ended)) return 0;
-  std::copy(ops, heavy, others);
-  std::copy(heavy + 1, end, others + (heavy - ops));
-  return 1;
+std::size_t CpuExecutor::keep_successors(OpBlock* const* ops, std::size_t count, OpBlock** others) {
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (ops[i]->bytes != 0 && kept_.keep(t_keeper.box, ops[i], t_keeper.ended)) {
+      ++kept;
+    } else {
+      others[i - kept] = ops[i];
+    }
+  }
+  return kept;
 }
 
 OpBlock* CpuExecutor::take_back_kept() {
   OpBlock* op = kept_.take_back(t_keeper.box);
   // An op of positive priority that became ready meanwhile runs first
-  // (docs/semantics.md, Priority).
+  // (docs/semantics.md, Priority), and the kept ones are queued behind it:
+  // left in the slots, they would wait for this worker's next chain.
   if (op != nullptr && positive_priority_queued()) [[unlikely]] {
-    start_worker_if_needed(queue_.push_plain(&op, 1));
+    OpBlock* ops[KeptOps::kSlots];
+    std::size_t count = 0;
+    for (; op != nullptr; op = kept_.take_back(t_keeper.box)) ops[count++] = op;
+    start_worker_if_needed(queue_.push_plain(ops, count));
     return nullptr;
   }
   return op;
@@ -473,9 +479,9 @@ std::size_t CpuExecutor::run_chain(OpBlock* op, int slot) {
     RunContext ctx{.device = Device::cpu(), .property = op->property, .name = op->name_view()};
     // The engine's own calls, not ReadyOp's: this is every CPU op's path.
     const bool async = op->kind == OpKind::Async;
-    // Only an op on much data that ran briefly may keep a successor: after
-    // a long one, the successors run in parallel as before.
-    const bool timed = keeps && op->bytes >= kKeptOpBytes;
+    // Only an op on data that ran briefly may keep its successors: after a
+    // long one, they go to idle workers.
+    const bool timed = keeps && op->bytes != 0;
     const SpinClock::time_point began = timed ? SpinClock::now() : SpinClock::time_point{};
     std::exception_ptr error = engine_.invoke(op, ctx);
     if (async) {

@@ -10,8 +10,8 @@
 // worker runs the first CPU successor it made ready itself (inline
 // continuation) instead of queueing it; the others go straight to workers
 // spinning for work where there are some (WorkerMailboxes), else to the
-// ready queue; one among them that works on much data stays a while with
-// the completing worker, whose cache holds its inputs (KeptOps). Workers
+// ready queue; those that declare data stay a while with the completing
+// worker, whose cache holds their inputs (KeptOps). Workers
 // active at once keep to different CPUs
 // (WorkerPlacement), and a running worker makes way for a started one that
 // may wait behind it (LateStarts).
@@ -99,12 +99,12 @@ class CpuExecutor final : public CpuWorkers {
   /// Hands `count` ops to workers spinning for work, as many as there are;
   /// returns how many it handed over.
   std::size_t deliver_to_spinners(OpBlock* const* ops, std::size_t count);
-  /// For a worker completing an op: keeps the first of `ops` that works on
-  /// much data in its slot, if that is free, and copies the others to
-  /// `others`; returns how many it kept (0 or 1).
-  std::size_t keep_one(OpBlock* const* ops, std::size_t count, OpBlock** others);
-  /// The op this worker keeps, unless another took it or an op of positive
-  /// priority waits (the kept one is then queued).
+  /// For a worker completing an op: keeps those of `ops` that declare data
+  /// in its free slots, and copies the others to `others` in order;
+  /// returns how many it kept.
+  std::size_t keep_successors(OpBlock* const* ops, std::size_t count, OpBlock** others);
+  /// An op this worker keeps, unless others took them all or an op of
+  /// positive priority waits (the kept ones are then queued).
   OpBlock* take_back_kept();
   void worker_loop();
   /// A worker's pop from the queue. Held ops are ready ops of priority 0:

@@ -73,10 +73,11 @@ struct PushOptions {
   Device device = Device::cpu();
   OpProperty property = OpProperty::Normal;
   /// How many bytes the op reads and writes, where known (the tensor ops
-  /// fill it in). A hint: a CPU op on this much data that another op's
-  /// completion makes ready stays a while with the worker that ran that op,
-  /// whose cache holds its inputs, rather than go to an idle worker at once
-  /// (docs/architecture.md, "Kept ops"). 0: unknown.
+  /// fill it in). A hint: a CPU op that declares data, made ready by the
+  /// completion of a short op that declares data too, stays a while with the
+  /// worker that ran that op, whose cache holds its inputs, rather than go
+  /// to an idle worker at once (docs/architecture.md, "Kept ops"). 0:
+  /// unknown; such an op goes to an idle worker at once.
   std::size_t bytes = 0;
 };
 
