@@ -106,7 +106,7 @@ inline constexpr int kKeptOpsPerWorker = 4;
 /// ...after an op that ran under this long, and for this long at most before
 /// an idle worker may take them: well beyond the small ops whose data they
 /// keep warm (2-8 µs), a small share of a long op's time, whose successors
-/// run in parallel as before.
+/// go to idle workers to run in parallel.
 inline constexpr auto kKeptOpWait = std::chrono::microseconds(10);
 /// How long a worker out of work beside busy threads sleeps, for a submit
 /// to hand it work again, before giving its thread back to oneTBB
