@@ -108,6 +108,12 @@ inline constexpr int kKeptOpsPerWorker = 4;
 /// keep warm (2-8 µs), a small share of a long op's time, whose successors
 /// go to idle workers to run in parallel.
 inline constexpr auto kKeptOpWait = std::chrono::microseconds(10);
+/// An op delivered to an idle worker's mailbox (devices/cpu/worker_mailboxes.h)
+/// is another idle worker's to take once its receiver has not been seen
+/// spinning for this long: a running spinner looks every round (under 1 µs,
+/// a yield on a free core about as long), one the kernel took off its core
+/// is away for a slice.
+inline constexpr auto kStaleSpinner = std::chrono::microseconds(20);
 /// How long a worker out of work beside busy threads sleeps, for a submit
 /// to hand it work again, before giving its thread back to oneTBB
 /// (devices/cpu/parked_workers.h): longer than a frontend's usual gap

@@ -22,6 +22,7 @@ constexpr auto kPark = tuning::kWorkerPark;
 constexpr unsigned kOpsPerPlacementCheck = tuning::kWorkerOpsPerPlacementCheck;
 constexpr auto kQueueWatchWindow = tuning::kQueueWatchWindow;
 constexpr auto kKeptOpWait = tuning::kKeptOpWait;
+constexpr auto kStaleSpinner = tuning::kStaleSpinner;
 
 // Ops a worker runs before it next looks at its CPU (WorkerPlacement::recheck).
 thread_local unsigned t_ops_to_placement_check = kOpsPerPlacementCheck;
@@ -281,7 +282,7 @@ void CpuExecutor::worker_loop() {
     std::size_t count = pop_for_worker(batch, kMaxBatch, more);
     if (count == 0) {
       // Open before counted as spinning: a submit that sees the count finds the box.
-      if (box >= 0) mailboxes_.open(box);
+      if (box >= 0) mailboxes_.open(box, SpinClock::now());
       spinning_.fetch_add(1, std::memory_order_seq_cst);
       // Ready to receive first, then the engine's bookkeeping.
       engine_.on_cpu_idle();
@@ -291,13 +292,15 @@ void CpuExecutor::worker_loop() {
       SpinWait spin(kIdleSpin, kRoundsPerYield);
       while (count == 0 && spin.round([&] { return box >= 0 && mailboxes_.has_delivery(box); })) {
         if (box >= 0) {
+          mailboxes_.awake(box, spin.round_end());
           if (OpBlock* delivered = mailboxes_.take(box)) {
             batch[count++] = delivered;
             break;
           }
         }
         count = pop_for_worker(batch, kMaxBatch - 1, more);
-        if (count == 0 && (batch[0] = kept_.steal(box, spin.round_end() - kKeptOpWait)) != nullptr) {
+        if (count == 0 && ((batch[0] = kept_.steal(box, spin.round_end() - kKeptOpWait)) != nullptr ||
+                           (batch[0] = mailboxes_.reclaim(box, spin.round_end() - kStaleSpinner)) != nullptr)) {
           count = 1;
           break;
         }

@@ -21,9 +21,25 @@ OpBlock* WorkerMailboxes::take(int box) {
   std::atomic<std::uintptr_t>& state = boxes_[box].state;
   const std::uintptr_t seen = state.load(std::memory_order_acquire);
   if (seen <= kOpen) return nullptr;
-  // Only an open box is written by others: this one is ours alone now.
-  state.store(kClosed, std::memory_order_relaxed);
-  return reinterpret_cast<OpBlock*>(seen);
+  // A thief may reclaim the op meanwhile: the exchange decides whose it is.
+  std::uintptr_t expected = seen;
+  return state.compare_exchange_strong(expected, kClosed, std::memory_order_relaxed)
+             ? reinterpret_cast<OpBlock*>(seen)
+             : nullptr;
+}
+
+OpBlock* WorkerMailboxes::reclaim(int thief, SpinClock::time_point awake_by) {
+  for (int i = 0; i < count_; ++i) {
+    if (i == thief) continue;
+    std::atomic<std::uintptr_t>& state = boxes_[i].state;
+    std::uintptr_t seen = state.load(std::memory_order_relaxed);
+    if (seen <= kOpen) continue;
+    if (boxes_[i].awake_at.load(std::memory_order_relaxed) > awake_by.time_since_epoch().count()) continue;
+    if (state.compare_exchange_strong(seen, kClosed, std::memory_order_acquire, std::memory_order_relaxed)) {
+      return reinterpret_cast<OpBlock*>(seen);
+    }
+  }
+  return nullptr;
 }
 
 OpBlock* WorkerMailboxes::close(int box) {

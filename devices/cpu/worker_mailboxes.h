@@ -14,9 +14,20 @@
 // and closes it before it stops spinning; an op delivered meanwhile is the
 // worker's to run, so an op in a box is never left without a worker.
 //
+// Unless the kernel takes the spinner off its core: beside busy threads its
+// yield may cost it a slice (milliseconds), and the op would wait that long.
+// So the spinner notes the time of each round in its box, and another idle
+// worker reclaims an op from a box whose owner has not been seen awake for
+// longer than a running spinner ever stays away, and closes the box, so that
+// no more ops go there. Either way the op is taken exactly once.
+//
 //   const int box = mailboxes.claim();
-//   mailboxes.open(box);
-//   while (spinning) { if (OpBlock* op = mailboxes.take(box)) run(op); ... }
+//   mailboxes.open(box, now);
+//   while (spinning) {
+//     mailboxes.awake(box, now);
+//     if (OpBlock* op = mailboxes.take(box)) run(op);
+//     if (OpBlock* op = mailboxes.reclaim(box, now - kStaleSpinner)) run(op);
+//   }
 //   if (OpBlock* op = mailboxes.close(box)) run(op);
 //   mailboxes.release(box);
 
@@ -26,6 +37,7 @@
 #include <memory>
 
 #include "engine/op_block.h"
+#include "sync/spin_wait.h"
 
 namespace depengine::detail {
 
@@ -42,9 +54,17 @@ class WorkerMailboxes {
   /// Gives the box back (closed, empty).
   void release(int box);
 
-  /// Accepts deliveries into `box` from now on.
-  void open(int box) { boxes_[box].state.store(kOpen, std::memory_order_seq_cst); }
-  /// The op delivered into the open `box`, if any (the box is then closed).
+  /// Accepts deliveries into `box` from `now` on.
+  void open(int box, SpinClock::time_point now) {
+    awake(box, now);
+    boxes_[box].state.store(kOpen, std::memory_order_seq_cst);
+  }
+  /// Notes that the owner of the open `box` still spins at `now`.
+  void awake(int box, SpinClock::time_point now) {
+    boxes_[box].awake_at.store(now.time_since_epoch().count(), std::memory_order_relaxed);
+  }
+  /// The op delivered into the open `box`, if any and not reclaimed (the box
+  /// is then closed).
   OpBlock* take(int box);
   /// Whether an op waits in `box` (one load of the receiver's own line).
   bool has_delivery(int box) const { return boxes_[box].state.load(std::memory_order_relaxed) > kOpen; }
@@ -54,6 +74,10 @@ class WorkerMailboxes {
   /// Puts ops[0], ops[1], ... into open boxes while there are some; returns
   /// how many it delivered (each now belongs to a spinning worker).
   std::size_t deliver(OpBlock* const* ops, std::size_t count);
+  /// An op waiting in a box other than `thief`'s (-1: none) whose owner was
+  /// last awake at or before `awake_by`, if the race for it is won; that box
+  /// is then closed.
+  OpBlock* reclaim(int thief, SpinClock::time_point awake_by);
 
  private:
   // Box states besides a delivered op's address (never 1 or 2: blocks are
@@ -65,6 +89,7 @@ class WorkerMailboxes {
   // Each box on a line of its own: a delivery writes only its receiver's.
   struct alignas(64) Box {
     std::atomic<std::uintptr_t> state{kFree};
+    std::atomic<SpinClock::rep> awake_at{0};  // written by its owner alone
   };
 
   const int count_;
