@@ -97,6 +97,24 @@ TEST(WorkerMailboxes, AnOpIsReclaimedOnlyFromAnOwnerAwayLongEnough) {
   EXPECT_EQ(boxes.reclaim(-1, kT0 + 30 * kUs), nullptr);
 }
 
+TEST(WorkerMailboxes, AnOwnersRoundsAreNotedAtMostOncePerResolution) {
+  WorkerMailboxes boxes(2);
+  const int owner = boxes.claim();
+  const int thief = boxes.claim();
+  auto op = std::make_unique<OpBlock>();
+  OpBlock* list[] = {op.get()};
+  constexpr auto kResolution = WorkerMailboxes::kAwakeResolution;
+  boxes.open(owner, kT0);
+  boxes.awake(owner, kT0 + kResolution / 2);
+  ASSERT_EQ(boxes.deliver(list, 1), 1u);
+  EXPECT_EQ(boxes.reclaim(thief, kT0), op.get()) << "a round within the resolution is not noted";
+  boxes.open(owner, kT0 + kResolution);
+  boxes.awake(owner, kT0 + 2 * kResolution);
+  ASSERT_EQ(boxes.deliver(list, 1), 1u);
+  EXPECT_EQ(boxes.reclaim(thief, kT0 + kResolution), nullptr) << "a round a resolution later is noted";
+  EXPECT_EQ(boxes.reclaim(thief, kT0 + 2 * kResolution), op.get());
+}
+
 // Deliverers hand ops to receivers that keep opening, polling and closing
 // their boxes, while thieves reclaim whatever waits in another's box (every
 // receiver counts as away); what a deliverer could not deliver it keeps.

@@ -23,6 +23,7 @@ constexpr unsigned kOpsPerPlacementCheck = tuning::kWorkerOpsPerPlacementCheck;
 constexpr auto kQueueWatchWindow = tuning::kQueueWatchWindow;
 constexpr auto kKeptOpWait = tuning::kKeptOpWait;
 constexpr auto kStaleSpinner = tuning::kStaleSpinner;
+static_assert(kStaleSpinner >= 4 * WorkerMailboxes::kAwakeResolution, "a spinner's rounds are noted often enough");
 
 // Ops a worker runs before it next looks at its CPU (WorkerPlacement::recheck).
 thread_local unsigned t_ops_to_placement_check = kOpsPerPlacementCheck;

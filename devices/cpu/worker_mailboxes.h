@@ -16,7 +16,7 @@
 //
 // Unless the kernel takes the spinner off its core: beside busy threads its
 // yield may cost it a slice (milliseconds), and the op would wait that long.
-// So the spinner notes the time of each round in its box, and another idle
+// So the spinner notes the time of its rounds in its box, and another idle
 // worker reclaims an op from a box whose owner has not been seen awake for
 // longer than a running spinner ever stays away, and closes the box, so that
 // no more ops go there. Either way the op is taken exactly once.
@@ -32,6 +32,7 @@
 //   mailboxes.release(box);
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -54,14 +55,21 @@ class WorkerMailboxes {
   /// Gives the box back (closed, empty).
   void release(int box);
 
+  /// How stale a thief's view of an owner's last round may be.
+  static constexpr std::chrono::microseconds kAwakeResolution{2};
+
   /// Accepts deliveries into `box` from `now` on.
   void open(int box, SpinClock::time_point now) {
-    awake(box, now);
+    boxes_[box].awake_at.store(now.time_since_epoch().count(), std::memory_order_relaxed);
     boxes_[box].state.store(kOpen, std::memory_order_seq_cst);
   }
-  /// Notes that the owner of the open `box` still spins at `now`.
+  /// Notes that the owner of the open `box` still spins at `now`; at most
+  /// once per kAwakeResolution, since each store takes the line back from
+  /// the other idle workers that read it.
   void awake(int box, SpinClock::time_point now) {
-    boxes_[box].awake_at.store(now.time_since_epoch().count(), std::memory_order_relaxed);
+    std::atomic<SpinClock::rep>& at = boxes_[box].awake_at;
+    const SpinClock::time_point noted{SpinClock::duration(at.load(std::memory_order_relaxed))};
+    if (now - noted >= kAwakeResolution) at.store(now.time_since_epoch().count(), std::memory_order_relaxed);
   }
   /// The op delivered into the open `box`, if any and not reclaimed (the box
   /// is then closed).
@@ -72,7 +80,8 @@ class WorkerMailboxes {
   OpBlock* close(int box);
 
   /// Puts ops[0], ops[1], ... into open boxes while there are some; returns
-  /// how many it delivered (each now belongs to a spinning worker).
+  /// how many it delivered (each now belongs to a spinning worker, or to
+  /// another idle worker that reclaims it).
   std::size_t deliver(OpBlock* const* ops, std::size_t count);
   /// An op waiting in a box other than `thief`'s (-1: none) whose owner was
   /// last awake at or before `awake_by`, if the race for it is won; that box
