@@ -249,7 +249,7 @@ void EngineCore::throw_bad_var(std::string_view op_name, Var var, const char* li
 void EngineCore::reject_stale(OpBlock* op, const Entry& stale) {
   std::string message;
   if (op->kind == OpKind::Wait) {
-    message = "depengine: " + op->name + " of a deleted variable";
+    message = "depengine: " + std::string(op->name_view()) + " of a deleted variable";
   } else {
     const bool write = stale.write;
     std::size_t index = 0;

@@ -162,19 +162,21 @@ struct alignas(64) OpBlock {
     entries.clear();
     executor = nullptr;
     input_failed.store(false, std::memory_order_relaxed);
-    // The common case: a plain, unnamed op that ran on the CPU, which set
-    // nothing cold, so the cold lines stay untouched here.
-    const bool plain = kind == OpKind::Sync && !has_error && !device_uses_fences && !named;
+    // The common case: a plain op that ran on the CPU, which set nothing
+    // cold but perhaps its name, so the cold lines stay untouched here (the
+    // tensor ops name every op). The name stays, hidden by `named`, until a
+    // named push overwrites it: clearing it would cost a worker the line the
+    // frontend wrote it on.
+    const bool plain = kind == OpKind::Sync && device.is_cpu() && !has_error && !device_uses_fences && !runs_graph;
     device_uses_fences = false;
-    if (plain) return;
     named = false;
+    if (plain) return;
     has_error = false;
     drops_failure = false;
     runs_graph = false;
     async_fn.reset();
     release.reset();
     signal = nullptr;
-    name.clear();
     error = nullptr;
     for (std::vector<Fence>& f : entry_fences) f.clear();
     fences.clear();

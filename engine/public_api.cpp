@@ -102,7 +102,7 @@ void Completion::operator()(std::exception_ptr error) {
 namespace detail {
 std::exception_ptr dropped_completion_error(const OpBlock& op) {
   return std::make_exception_ptr(std::logic_error(
-      "depengine: asynchronous operation '" + op.name + "' dropped its Completion without calling it"));
+      "depengine: asynchronous operation '" + std::string(op.name_view()) + "' dropped its Completion without calling it"));
 }
 }  // namespace detail
 

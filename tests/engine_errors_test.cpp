@@ -257,6 +257,17 @@ TEST_P(Errors, AsyncCompletionDroppedUncalledFailsTheOperation) {
   EXPECT_NE(message_of([&] { engine.wait_to_read(a); }).find("'forgetful' dropped its Completion"), std::string::npos);
 }
 
+TEST_P(Errors, AnUnnamedAsyncOpThatDropsItsCompletionIsNotGivenAnEarlierOpsName) {
+  Engine engine(options());
+  Var a = engine.new_var("a");
+  // Named ops leave their names in pooled blocks that later pushes reuse.
+  for (int i = 0; i < 100; ++i) engine.push([](RunContext&) {}, {}, {a}, {.name = "earlier"});
+  engine.wait_to_read(a);
+  engine.push_async([](RunContext&, Completion) {}, {}, {a});
+  const std::string message = message_of([&] { engine.wait_to_read(a); });
+  EXPECT_NE(message.find("operation '' dropped its Completion"), std::string::npos) << message;
+}
+
 TEST_P(Errors, AsyncFunctionThatThrowsFailsTheOperation) {
   Engine engine(options());
   Var a = engine.new_var("a");

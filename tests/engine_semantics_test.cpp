@@ -507,6 +507,26 @@ TEST_P(Semantics, RunContextNamesTheDeviceAndOperation) {
   EXPECT_EQ(device, Device::cpu());
 }
 
+// Blocks are pooled, and a plain op's name stays in its block after it ran:
+// an unnamed op on a reused block must still see no name.
+TEST_P(Semantics, AnUnnamedOpHasNoNameAfterNamedOpsRan) {
+  Engine engine(options());
+  Var v = engine.new_var();
+  constexpr int kRounds = 200;
+  std::vector<std::string> names;
+  for (int i = 0; i < kRounds; ++i) {
+    engine.push([&](RunContext& ctx) { names.emplace_back(ctx.name); }, {}, {v}, {.name = "named op"});
+    engine.push([&](RunContext& ctx) { names.emplace_back(ctx.name); }, {}, {v});
+    if (i % 16 == 0) engine.wait_to_read(v);  // blocks go back to the pool and come out again
+  }
+  engine.wait_to_read(v);
+  ASSERT_EQ(names.size(), 2u * kRounds);
+  for (int i = 0; i < kRounds; ++i) {
+    EXPECT_EQ(names[2 * i], "named op");
+    EXPECT_EQ(names[2 * i + 1], "") << "round " << i;
+  }
+}
+
 TEST_P(Semantics, AsyncOperationsCompleteFromAnotherThread) {
   Engine engine(options());
   Var v = engine.new_var();
