@@ -5,6 +5,7 @@
 
 #include <deque>
 #include <mutex>
+#include <utility>
 
 #include "engine/engine_core.h"
 #include "engine/op_pool.h"
@@ -46,7 +47,8 @@ class NaiveEngine final : public EngineCore {
   void on_launched(OpBlock*) override {}
 
   void on_completed(OpBlock* op, std::exception_ptr error) override {
-    detail::WaitSignal* done = op->signal;
+    // Taken back: a pooled block's reset clears `signal` only for wait markers.
+    detail::WaitSignal* done = std::exchange(op->signal, nullptr);
     finish(op, std::move(error));
     done->set();
   }

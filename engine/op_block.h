@@ -91,7 +91,8 @@ inline constexpr std::uint32_t kAsyncDropped = 2;
 struct alignas(64) OpBlock {
   // Hot: what every push, dispatch and completion touches, packed into two
   // lines (the block changes cores between the frontend and a worker, so
-  // every line touched costs a cache miss): the bookkeeping, then the function.
+  // every line touched costs a cache miss): the bookkeeping, then the
+  // function, whose inline storage ends in the third line.
   EngineCore* engine = nullptr;
   Executor* executor = nullptr;
   // Entries not yet granted, plus one for the push itself. The pushing
@@ -101,7 +102,7 @@ struct alignas(64) OpBlock {
   OpKind kind = OpKind::Sync;
   OpProperty property = OpProperty::Normal;
   bool device_uses_fences = false;
-  bool named = false;  // `name` (cold) is set
+  bool named = false;  // `name` is set
   int priority = 0;
   Device device;
   // Set (after an Entry::error) once some entry of the op has an input error.
@@ -117,8 +118,12 @@ struct alignas(64) OpBlock {
   std::vector<Entry> entries;
   OpFn fn;
   std::exception_ptr error;  // why the operation failed or was skipped
+  // Beside the end of the function's storage, which a closure of more than
+  // 32 bytes (a tensor op's) fills: a worker reads the name for the op's
+  // RunContext, and then without another line.
+  std::string name;
 
-  // Cold: other kinds of operation, stream devices, names, profiling.
+  // Cold: other kinds of operation, stream devices, profiling.
   AsyncOpFn async_fn;
   // On stream devices, the fences each entry must wait for when granted
   // before its predecessors completed (by index in `entries`; each filled
@@ -127,7 +132,6 @@ struct alignas(64) OpBlock {
   std::vector<Fence> fences;
   ReleaseFn release;
   WaitSignal* signal = nullptr;
-  std::string name;
   Fence launch_fence;  // set by ReadyOp::launched
   GraphData* stream_graph = nullptr;  // a replay on one stream device (ReadyOp::stream_graph)
   VarAdoption* adoption = nullptr;    // a replay whose graph adopts variables (engine/var_adoption.h)
@@ -154,7 +158,7 @@ struct alignas(64) OpBlock {
     has_error = true;
   }
 
-  /// The op's name, without touching the cold lines when it has none.
+  /// The op's name, without touching its line when it has none.
   std::string_view name_view() const { return named ? std::string_view(name) : std::string_view(); }
 
   void clear_for_reuse() {
@@ -162,33 +166,46 @@ struct alignas(64) OpBlock {
     entries.clear();
     executor = nullptr;
     input_failed.store(false, std::memory_order_relaxed);
-    // The common case: a plain op that ran on the CPU, which set nothing
-    // cold but perhaps its name, so the cold lines stay untouched here (the
-    // tensor ops name every op). The name stays, hidden by `named`, until a
-    // named push overwrites it: clearing it would cost a worker the line the
-    // frontend wrote it on.
-    const bool plain = kind == OpKind::Sync && device.is_cpu() && !has_error && !device_uses_fences && !runs_graph;
-    device_uses_fences = false;
     named = false;
-    if (plain) return;
-    has_error = false;
-    drops_failure = false;
-    runs_graph = false;
-    async_fn.reset();
-    release.reset();
-    signal = nullptr;
-    error = nullptr;
-    for (std::vector<Fence>& f : entry_fences) f.clear();
-    fences.clear();
-    launch_fence = Fence{};
-    stream_graph = nullptr;
-    adoption = nullptr;
+    // Only what this use set, as the hot fields tell: each cold line touched
+    // here is one the frontend wrote or that no cache holds. A plain CPU op
+    // (the tensor ops' every op) sets none but its name, which stays, hidden
+    // by `named`, until a named push overwrites it.
+    switch (kind) {
+      case OpKind::Sync:
+        break;
+      case OpKind::Async:
+        async_fn.reset();
+        break;
+      case OpKind::Wait:
+        signal = nullptr;
+        break;
+      case OpKind::Delete:
+        release.reset();
+        drops_failure = false;
+        break;
+    }
+    if (has_error) {
+      error = nullptr;
+      has_error = false;
+    }
+    if (device_uses_fences) {
+      for (std::vector<Fence>& f : entry_fences) f.clear();
+      fences.clear();
+      device_uses_fences = false;
+    }
+    if (!device.is_cpu()) launch_fence = Fence{};  // ReadyOp::launched: stream devices only
+    if (runs_graph) {
+      stream_graph = nullptr;
+      adoption = nullptr;
+      runs_graph = false;
+    }
   }
 };
 
 #if defined(__x86_64__) && defined(__GLIBCXX__)
-// clear_for_reuse resets, field by field, what a use may have set, and skips
-// the cold fields for plain ops: a field added to OpBlock must be reset there
+// clear_for_reuse resets, field by field, what a use set, and skips the
+// cold fields a use did not set: a field added to OpBlock must be reset there
 // too. This fails to remind whoever adds one (update the size with it).
 static_assert(sizeof(OpBlock) == 448, "OpBlock changed: reset the new field in clear_for_reuse");
 #endif
@@ -197,8 +214,9 @@ static_assert(sizeof(OpBlock) == 448, "OpBlock changed: reset the new field in c
 /// the cache misses of several blocks that come from another core overlap
 /// instead of stalling one after another.
 inline void prefetch_block(const OpBlock* op) {
-  // The two hot lines (bookkeeping, function); `error` and what follows are
-  // touched only by failed or other-kind ops.
+  // The two hot lines (bookkeeping, function). The third, where a large
+  // closure and the name end, is left to the call: an empty op's block
+  // would trade it between the cores for nothing.
   const char* line = reinterpret_cast<const char*>(op);
   prefetch_for_write(line);
   prefetch_for_write(line + 64);
