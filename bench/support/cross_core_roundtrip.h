@@ -52,39 +52,49 @@ inline std::vector<int> allowed_cpus() {
 }
 #endif
 
+// A side whose partner has not answered for this many looks yields its CPU:
+// thousands of times a round trip on a machine where both run, and the
+// partner may have no CPU (under valgrind, which runs one thread at a time,
+// it never gets one from a spinner).
+inline constexpr int kLooksBeforeYield = 4096;
+
 }  // namespace detail
 
 /// The fastest of `bursts` bursts of `rounds` round trips, in ns per round
 /// trip: the least of several, because either thread may lose its core to
-/// another for part of a burst. Negative where the process may use fewer
-/// than two CPUs (or off Linux).
-inline double cross_core_roundtrip_ns(int bursts = 20, int rounds = 500) {
+/// another for part of a burst. Bursts stop after `budget` (after the
+/// first), for a machine where a round trip takes milliseconds. Negative
+/// where the process may use fewer than two CPUs (or off Linux).
+inline double cross_core_roundtrip_ns(int bursts = 20, int rounds = 500,
+                                      std::chrono::milliseconds budget = std::chrono::milliseconds(100)) {
 #if defined(__linux__)
   const std::vector<int> cpus = detail::allowed_cpus();
   if (cpus.size() < 2) return -1;
   alignas(64) std::atomic<long> ball{0};
   double best = -1;
+  // Returns false once the ball says stop (negative).
+  const auto wait_for = [&ball](long value) {
+    for (int looks = 1;; ++looks) {
+      const long seen = ball.load(std::memory_order_acquire);
+      if (seen == value) return true;
+      if (seen < 0) return false;
+      if (looks % detail::kLooksBeforeYield == 0) std::this_thread::yield();
+    }
+  };
   // Each side runs on a thread of its own, so the caller's affinity stays as it was.
   std::thread pong([&] {
     detail::pin_to(cpus[1]);
-    for (long next = 1; next > 0; next += 2) {
-      long seen;
-      while ((seen = ball.load(std::memory_order_acquire)) != next) {
-        if (seen < 0) return;
-      }
-      ball.store(next + 1, std::memory_order_release);
-    }
+    for (long next = 1; wait_for(next); next += 2) ball.store(next + 1, std::memory_order_release);
   });
   std::thread ping([&] {
     detail::pin_to(cpus[0]);
     long value = 0;
-    for (int b = 0; b < bursts; ++b) {
+    const auto began = std::chrono::steady_clock::now();
+    for (int b = 0; b < bursts && (b == 0 || std::chrono::steady_clock::now() - began < budget); ++b) {
       const auto start = std::chrono::steady_clock::now();
       for (int r = 0; r < rounds; ++r) {
         ball.store(++value, std::memory_order_release);
-        ++value;
-        while (ball.load(std::memory_order_acquire) != value) {
-        }
+        wait_for(++value);
       }
       const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count() / rounds;
       best = best < 0 ? ns : std::min(best, ns);
