@@ -313,7 +313,12 @@ TEST_P(Reliability, OpsOnReusedBlocksCarryNothingOverFromEarlierOps) {
         EXPECT_EQ(message_of([&] { engine.wait_to_read(failing); }), "F");
         break;
       case 2:  // an async op that completes inside its function
-        engine.push_async([&](RunContext&, Completion done) { ++async_ran, done(); }, {}, {plain});
+        engine.push_async(
+            [&](RunContext&, Completion done) {
+              ++async_ran;
+              done();
+            },
+            {}, {plain});
         break;
       case 3: {  // a deletion
         const Var temporary = engine.new_var("temporary");
